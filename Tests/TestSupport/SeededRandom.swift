@@ -1,0 +1,25 @@
+/// A small, fast, seeded random number generator (SplitMix64) so that tests are repeatable.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// `count` floats uniform in `range`.
+    public mutating func floats(_ count: Int, in range: ClosedRange<Float> = -1...1) -> [Float] {
+        (0..<count).map { _ in Float.random(in: range, using: &self) }
+    }
+}
+
+/// The largest absolute difference between two equally long arrays.
+public func maxAbsoluteDifference(_ a: [Float], _ b: [Float]) -> Float {
+    precondition(a.count == b.count, "arrays differ in length: \(a.count) vs \(b.count)")
+    return zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+}
