@@ -29,7 +29,7 @@ let package = Package(
             name: "CVulkan", pkgConfig: "vulkan",
             providers: [.apt(["libvulkan-dev"])]),
         .systemLibrary(
-            name: "CShaderc", pkgConfig: "shaderc",
+            name: "CShaderc",
             providers: [.apt(["libshaderc-dev", "glslang-dev"])]),
         .executableTarget(name: "ShaderCompiler", dependencies: ["CShaderc"]),
         .plugin(
@@ -49,7 +49,7 @@ let package = Package(
         .executableTarget(
             name: "PhiCLI",
             dependencies: [
-                "PhiEngine",
+                "PhiEngine", "VulkanKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

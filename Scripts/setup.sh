@@ -9,7 +9,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   libvulkan-dev libvulkan1 vulkan-tools \
-  libshaderc-dev glslang-dev glslang-tools \
+  libshaderc-dev glslang-dev glslang-tools spirv-tools \
   mesa-vulkan-drivers vulkan-validationlayers \
   pkg-config tmux unzip python3-pip >/dev/null
 echo "phi-gpu: system packages installed (Vulkan $(pkg-config --modversion vulkan), shaderc $(pkg-config --modversion shaderc))"

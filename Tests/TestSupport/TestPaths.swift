@@ -37,4 +37,5 @@ public enum TestPaths {
 /// Thrown when a test's data is absent; the message says how to get it.
 public struct MissingTestData: Error, CustomStringConvertible {
     public let description: String
+    public init(description: String) { self.description = description }
 }

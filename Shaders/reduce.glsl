@@ -1,0 +1,17 @@
+// Workgroup-wide sum of one float per invocation: subgroup sums, then one pass over them in shared memory.
+// Needs `common.glsl`. Every invocation of the workgroup must call it (it has barriers).
+shared float reduce_partials[64];
+
+float workgroup_sum(float value) {
+    float subgroup_total = subgroupAdd(value);
+    if (subgroupElect()) {
+        reduce_partials[gl_SubgroupID] = subgroup_total;
+    }
+    barrier();
+    float total = 0.0;
+    for (uint i = 0; i < gl_NumSubgroups; ++i) {
+        total += reduce_partials[i];
+    }
+    barrier();
+    return total;
+}

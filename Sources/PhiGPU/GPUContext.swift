@@ -1,0 +1,78 @@
+import Foundation
+import PhiShaders
+import VulkanKit
+
+/// The GPU phi-gpu runs on: the Vulkan instance and device, a descriptor pool, and the compute
+/// pipelines built so far (one per shader variant and specialization), created on first use.
+public final class GPUContext: @unchecked Sendable {
+    public let instance: Instance
+    public let device: Device
+    /// Workgroup size of the 1-D kernels: a multiple of the subgroup size, at most 256.
+    public let workgroupSize: Int
+    private let lock = NSLock()
+    private var pipelines: [String: ComputePipeline] = [:]
+    private var pools: [DescriptorPool] = []
+    private var setsLeftInPool = 0
+
+    /// Opens the device chosen by `DeviceSelection` (`deviceIndex`, else `$PHI_GPU_DEVICE`, else
+    /// the most capable kind). `allowCPUDevices` admits software devices such as llvmpipe, as the
+    /// tests do; otherwise a CPU-type device is refused, so the caller can use the CPU backend.
+    public init(deviceIndex: Int? = nil, allowCPUDevices: Bool = false, validation: Bool? = nil) throws {
+        let instance = try Instance(validation: validation)
+        let devices = try instance.physicalDevices()
+        guard let chosen = try DeviceSelection.choose(from: devices, requested: deviceIndex) else {
+            throw GPUUnavailable(reason: "no Vulkan device found")
+        }
+        if chosen.kind == .cpu && !allowCPUDevices && deviceIndex == nil {
+            throw GPUUnavailable(reason: "the only Vulkan device is the software renderer \(chosen.name)")
+        }
+        self.instance = instance
+        self.device = try Device(physical: chosen)
+        let subgroup = max(chosen.subgroupSize, 1)
+        self.workgroupSize = max(subgroup, min(256, chosen.maxWorkgroupInvocations) / subgroup * subgroup)
+    }
+
+    /// The pipeline for `shader` with `specialization` constants, built once and cached.
+    public func pipeline(_ shader: ShaderBinary, bindings: Int, pushConstantSize: Int,
+                         specialization: [UInt32]) throws -> ComputePipeline {
+        let key = "\(shader.name)/\(specialization.map(String.init).joined(separator: ","))"
+        return try lock.withLock {
+            if let existing = pipelines[key] { return existing }
+            let made = try ComputePipeline(device: device, name: shader.name, spirv: shader.words, bindingCount: bindings,
+                                           pushConstantSize: pushConstantSize, specialization: specialization)
+            pipelines[key] = made
+            return made
+        }
+    }
+
+    /// A descriptor set for `pipeline` bound to `buffers`, from a pool grown as needed.
+    public func descriptorSet(for pipeline: ComputePipeline, buffers: [BufferBinding]) throws -> DescriptorSet {
+        let pool: DescriptorPool = try lock.withLock {
+            if setsLeftInPool == 0 || pools.isEmpty {
+                pools.append(try DescriptorPool(device: device, maxSets: 256, maxBuffers: 256 * 8))
+                setsLeftInPool = 256
+            }
+            setsLeftInPool -= 1
+            return pools[pools.count - 1]
+        }
+        return try DescriptorSet(pool: pool, pipeline: pipeline, bindings: buffers)
+    }
+
+    /// A device-local buffer of `count` elements of `T` (label names it in errors).
+    public func buffer<T>(_ type: T.Type, count: Int, label: String) throws -> Buffer {
+        try Buffer(device: device, byteCount: count * MemoryLayout<T>.stride, location: .deviceLocal, label: label)
+    }
+
+    /// A device-local buffer holding a copy of `array`.
+    public func buffer<T>(copying array: [T], label: String) throws -> Buffer {
+        let made = try buffer(T.self, count: array.count, label: label)
+        try made.upload(array)
+        return made
+    }
+}
+
+/// No GPU phi-gpu can use: the reason, so the caller can say it and fall back to the CPU.
+public struct GPUUnavailable: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "no usable GPU: \(reason)" }
+}
