@@ -13,6 +13,16 @@ public final class GPUContext: @unchecked Sendable {
     private var pipelines: [String: ComputePipeline] = [:]
     private var pools: [DescriptorPool] = []
     private var setsLeftInPool = 0
+    private var descriptorSets: [DescriptorKey: DescriptorSet] = [:]
+
+    /// A descriptor set is reused for the same pipeline and buffers (the set keeps them alive, so
+    /// their identities cannot be reused by other buffers).
+    private struct DescriptorKey: Hashable {
+        var pipeline: ObjectIdentifier
+        var buffers: [ObjectIdentifier]
+        var offsets: [Int]
+        var ranges: [Int]
+    }
 
     /// Opens the device chosen by `DeviceSelection` (`deviceIndex`, else `$PHI_GPU_DEVICE`, else
     /// the most capable kind). `allowCPUDevices` admits software devices such as llvmpipe, as the
@@ -45,17 +55,22 @@ public final class GPUContext: @unchecked Sendable {
         }
     }
 
-    /// A descriptor set for `pipeline` bound to `buffers`, from a pool grown as needed.
+    /// The descriptor set binding `buffers` to `pipeline`: made once from a pool grown as needed,
+    /// then reused.
     public func descriptorSet(for pipeline: ComputePipeline, buffers: [BufferBinding]) throws -> DescriptorSet {
-        let pool: DescriptorPool = try lock.withLock {
+        let key = DescriptorKey(pipeline: ObjectIdentifier(pipeline), buffers: buffers.map { ObjectIdentifier($0.buffer) },
+                                offsets: buffers.map(\.offset), ranges: buffers.map { $0.range ?? -1 })
+        return try lock.withLock {
+            if let existing = descriptorSets[key] { return existing }
             if setsLeftInPool == 0 || pools.isEmpty {
                 pools.append(try DescriptorPool(device: device, maxSets: 256, maxBuffers: 256 * 8))
                 setsLeftInPool = 256
             }
             setsLeftInPool -= 1
-            return pools[pools.count - 1]
+            let set = try DescriptorSet(pool: pools[pools.count - 1], pipeline: pipeline, bindings: buffers)
+            descriptorSets[key] = set
+            return set
         }
-        return try DescriptorSet(pool: pool, pipeline: pipeline, bindings: buffers)
     }
 
     /// A device-local buffer of `count` elements of `T` (label names it in errors).

@@ -29,8 +29,3 @@ public struct RMSNormKernel {
                           groups: (rows, 1, 1))
     }
 }
-
-/// Every push-constant struct with the shader whose block it mirrors; a test checks the sizes agree.
-public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
-    (ShaderLibrary.rmsNorm, MemoryLayout<RMSNormConstants>.size),
-]

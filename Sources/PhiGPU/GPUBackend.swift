@@ -1,0 +1,303 @@
+import Foundation
+import PhiFormats
+import PhiModel
+import PhiShaders
+import VulkanKit
+
+/// The Vulkan backend: the forward pass's operations as compute shaders on one GPU.
+///
+/// Every operation is recorded into one command buffer, with a barrier after each dispatch, and
+/// nothing runs until `read` submits it and waits; so one token's whole forward pass is one submit.
+public final class GPUBackend: InferenceBackend {
+    public let context: GPUContext
+    public var name: String { "gpu (\(context.device.physical.name))" }
+    /// Called while weights upload: (bytes sent, bytes in all).
+    public var uploadProgress: ((Int, Int) -> Void)?
+
+    private var config: ModelConfig?
+    private var contextLength = 0
+    private var matrices: [WeightName: GPUMatrix] = [:]
+    private var norms: [WeightName: Buffer] = [:]    // (hiddenSize) Float32 each
+    private var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float32
+    private var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float32
+    private var cosines: Buffer?                      // (contextLength, rotary / 2) Float32, scaled
+    private var sines: Buffer?                        // (contextLength, rotary / 2) Float32, scaled
+    private var rotaryDimensions = 0
+    private var tokens: Buffer?                       // (tokenCapacity) Int32, host-visible
+    private let tokenCapacity = 4096
+    private var tokensUsed = 0
+    private var readback: Buffer?                     // host-visible staging for `read`
+
+    private let pool: CommandPool
+    private let commands: CommandBuffer
+    private let fence: Fence
+    private var recording = false
+    private let rmsNormKernel: RMSNormKernel
+
+    public init(context: GPUContext) throws {
+        self.context = context
+        pool = try CommandPool(device: context.device)
+        commands = try CommandBuffer(pool: pool)
+        fence = try Fence(device: context.device)
+        rmsNormKernel = try RMSNormKernel(context: context)
+    }
+
+    // MARK: Preparing a model
+
+    public func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws {
+        let config = weights.config
+        try finishRecording()
+        let names: [WeightName] = [.embedding, .lmHead] + (0..<config.layerCount).flatMap { layer in
+            [.qkv(layer: layer), .attentionOutput(layer: layer), .gateUp(layer: layer), .down(layer: layer)]
+        }
+        let tied = weights.embedding.packed.bytes.baseAddress == weights.lmHead.packed.bytes.baseAddress
+        let matrixBytes = names.filter { !(tied && $0 == .lmHead) }.reduce(0) { total, name in
+            total + (weights.matrix(name).map(GPUMatrix.byteCount(of:)) ?? 0)
+        }
+        let cacheBytes = 2 * config.layerCount * config.kvHeadCount * contextLength * config.headDimension * 4
+        let ropeBytes = 2 * contextLength * (rotary.rotaryDimensions / 2) * 4
+        let normBytes = (2 * config.layerCount + 1) * config.hiddenSize * 4
+        let activationBytes = 64 * (4 * config.hiddenSize + config.qkvRows + 3 * config.intermediateSize + config.vocabularySize) * 4
+        let needed = matrixBytes + cacheBytes + ropeBytes + normBytes + activationBytes
+        let available = context.device.physical.availableDeviceBytes
+        if UInt64(needed) > available {
+            throw GPUOutOfMemory(device: context.device.physical.name, needed: needed, available: available,
+                                 cacheBytes: cacheBytes, contextLength: contextLength)
+        }
+
+        matrices = [:]
+        norms = [:]
+        var sent = 0
+        for name in names {
+            guard let matrix = weights.matrix(name) else { continue }
+            if tied && name == .lmHead, let embedding = matrices[.embedding] {
+                matrices[.lmHead] = embedding
+                continue
+            }
+            let base = sent
+            matrices[name] = try GPUMatrix(matrix, name: "\(name)", context: context) { [uploadProgress] in
+                uploadProgress?(base + $0, matrixBytes)
+            }
+            sent += GPUMatrix.byteCount(of: matrix)
+        }
+        let normNames: [WeightName] = [.finalNorm] + (0..<config.layerCount).flatMap { [.attentionNorm(layer: $0), .mlpNorm(layer: $0)] }
+        for name in normNames {
+            guard let storage = weights.normWeight(name) else { continue }
+            let buffer = try Buffer(device: context.device, byteCount: storage.byteCount, location: .deviceLocal, label: "\(name)")
+            try withExtendedLifetime(storage.owner) { try buffer.upload(storage.bytes) }
+            norms[name] = buffer
+        }
+
+        let layerCacheBytes = config.kvHeadCount * contextLength * config.headDimension * 4
+        keyCache = try (0..<config.layerCount).map {
+            try Buffer(device: context.device, byteCount: layerCacheBytes, location: .deviceLocal, label: "layers.\($0).keys")
+        }
+        valueCache = try (0..<config.layerCount).map {
+            try Buffer(device: context.device, byteCount: layerCacheBytes, location: .deviceLocal, label: "layers.\($0).values")
+        }
+        var cosineTable: [Float] = []
+        var sineTable: [Float] = []
+        cosineTable.reserveCapacity(contextLength * rotary.rotaryDimensions / 2)
+        sineTable.reserveCapacity(contextLength * rotary.rotaryDimensions / 2)
+        for position in 0..<contextLength {
+            let (c, s) = rotary.cosSin(position: position)
+            cosineTable += c
+            sineTable += s
+        }
+        cosines = try context.buffer(copying: cosineTable, label: "rope cosines")
+        sines = try context.buffer(copying: sineTable, label: "rope sines")
+        rotaryDimensions = rotary.rotaryDimensions
+        tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostVisible, label: "tokens")
+        self.config = config
+        self.contextLength = contextLength
+    }
+
+    public func makeTensor(rows: Int, columns: Int) throws -> BackendTensor {
+        try GPUTensor(rows: rows, columns: columns, context: context)
+    }
+
+    // MARK: Operations
+
+    public func embed(tokens ids: [Int32], into out: BackendTensor) throws {
+        let (_, tokenBuffer) = try prepared()
+        guard ids.count <= tokenCapacity else { throw BackendError.badRange(what: "tokens in one call", range: 0..<ids.count, limit: tokenCapacity) }
+        if tokensUsed + ids.count > tokenCapacity { try finishRecording() }
+        let offset = tokensUsed
+        ids.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress { (tokenBuffer.mapped! + offset * 4).copyMemory(from: base, byteCount: bytes.count) }
+        }
+        tokensUsed += ids.count
+        let embedding = try matrix(.embedding)
+        let pipeline = try context.pipeline(embedding.bits == 4 ? ShaderLibrary.embedQ4 : ShaderLibrary.embedQ8, bindings: 5,
+                                            pushConstantSize: MemoryLayout<EmbedConstants>.size, specialization: [256])
+        let total = ids.count * embedding.columns
+        try dispatch(pipeline, [BufferBinding(tokenBuffer), BufferBinding(embedding.packed), BufferBinding(embedding.scales),
+                                BufferBinding(embedding.biases), BufferBinding(try gpu(out).buffer)],
+                     EmbedConstants(count: UInt32(ids.count), columns: UInt32(embedding.columns),
+                                    groupSize: UInt32(embedding.groupSize), tokenOffset: UInt32(offset)),
+                     groups: ((total + 255) / 256, 1, 1))
+    }
+
+    public func rmsNorm(_ x: BackendTensor, weight: WeightName, count: Int, into out: BackendTensor) throws {
+        let (config, _) = try prepared()
+        guard let weightBuffer = norms[weight] else { throw BackendError.unsupportedWeight(name: "\(weight)", reason: "not a norm weight") }
+        try record { commands in
+            try rmsNormKernel.record(into: commands, input: try gpu(x).buffer, weight: weightBuffer, output: try gpu(out).buffer,
+                                     rows: count, columns: x.columns, epsilon: config.rmsNormEpsilon)
+            commands.barrier()
+        }
+    }
+
+    public func matmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor) throws {
+        let w = try matrix(weight)
+        guard x.columns == w.columns, out.columns >= w.rows, rows.upperBound <= x.rows else {
+            throw BackendError.badRange(what: "matmul \(weight) of (\(x.rows), \(x.columns)) into (\(out.rows), \(out.columns))",
+                                        range: rows, limit: x.rows)
+        }
+        let tokensPerGroup = rows.count == 1 ? 1 : 8
+        let shader = switch (w.bits, tokensPerGroup) {
+        case (4, 1): ShaderLibrary.matvecQ4
+        case (4, _): ShaderLibrary.matmulQ4
+        case (_, 1): ShaderLibrary.matvecQ8
+        default: ShaderLibrary.matmulQ8
+        }
+        let subgroup = context.device.physical.subgroupSize
+        let rowsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
+        let pipeline = try context.pipeline(shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,
+                                            specialization: [UInt32(rowsPerGroup * subgroup)])
+        try dispatch(pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(w.packed), BufferBinding(w.scales),
+                                BufferBinding(w.biases), BufferBinding(try gpu(out).buffer)],
+                     MatmulConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: UInt32(rows.count),
+                                     inputRow: UInt32(rows.lowerBound), groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns)),
+                     groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, (rows.count + tokensPerGroup - 1) / tokensPerGroup, 1))
+    }
+
+    public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int, queries: BackendTensor) throws {
+        let (config, _) = try prepared()
+        try checkPositions(startPosition, count)
+        guard let cosines, let sines else { throw BackendError.notPrepared }
+        let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 6, pushConstantSize: MemoryLayout<RopeConstants>.size,
+                                            specialization: [256])
+        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension
+        try dispatch(pipeline, [BufferBinding(try gpu(qkv).buffer), BufferBinding(cosines), BufferBinding(sines),
+                                BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])],
+                     RopeConstants(count: UInt32(count), startPosition: UInt32(startPosition), heads: UInt32(config.headCount),
+                                   kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
+                                   rotary: UInt32(rotaryDimensions), context: UInt32(contextLength)),
+                     groups: ((total + 255) / 256, 1, 1))
+    }
+
+    public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
+        let (config, _) = try prepared()
+        try checkPositions(startPosition, count)
+        let width = context.workgroupSize
+        guard config.headDimension <= min(256, 8 * width) else {
+            throw BackendError.unsupportedWeight(name: "attention", reason: "head dimension \(config.headDimension) above 256")
+        }
+        let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 4, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                            specialization: [UInt32(width)])
+        try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]),
+                                BufferBinding(valueCache[layer]), BufferBinding(try gpu(out).buffer)],
+                     AttentionConstants(count: UInt32(count), startPosition: UInt32(startPosition), heads: UInt32(config.headCount),
+                                        kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
+                                        context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot()),
+                     groups: (count, config.headCount, 1))
+    }
+
+    public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
+        try elementwise(ShaderLibrary.siluGate, gateUp, out, count: count, width: out.columns)
+    }
+
+    public func add(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
+        try elementwise(ShaderLibrary.add, accumulator, x, count: count, width: x.columns)
+    }
+
+    public func read(_ tensor: BackendTensor, rows: Range<Int>) throws -> [Float] {
+        guard rows.upperBound <= tensor.rows else { throw BackendError.badRange(what: "read", range: rows, limit: tensor.rows) }
+        let byteCount = rows.count * tensor.columns * 4
+        if readback == nil || readback!.byteCount < byteCount {
+            readback = try Buffer(device: context.device, byteCount: byteCount, location: .hostVisible, label: "read-back")
+        }
+        let staging = readback!
+        try record { commands in
+            commands.copy(from: try gpu(tensor).buffer, to: staging, byteCount: byteCount, sourceOffset: rows.lowerBound * tensor.columns * 4)
+        }
+        try finishRecording()
+        return try staging.read(Float.self, count: rows.count * tensor.columns)
+    }
+
+    // MARK: Recording
+
+    private func elementwise(_ shader: ShaderBinary, _ first: BackendTensor, _ second: BackendTensor, count: Int, width: Int) throws {
+        let pipeline = try context.pipeline(shader, bindings: 2, pushConstantSize: MemoryLayout<ElementwiseConstants>.size,
+                                            specialization: [256])
+        try dispatch(pipeline, [BufferBinding(try gpu(first).buffer), BufferBinding(try gpu(second).buffer)],
+                     ElementwiseConstants(count: UInt32(count), width: UInt32(width)), groups: ((count * width + 255) / 256, 1, 1))
+    }
+
+    private func dispatch<Constants>(_ pipeline: ComputePipeline, _ buffers: [BufferBinding], _ constants: Constants,
+                                     groups: (Int, Int, Int)) throws {
+        let set = try context.descriptorSet(for: pipeline, buffers: buffers)
+        try record { commands in
+            commands.dispatch(pipeline, set: set, constants: constants, groups: groups)
+            commands.barrier()
+        }
+    }
+
+    private func record(_ body: (CommandBuffer) throws -> Void) throws {
+        if !recording {
+            try commands.begin()
+            recording = true
+        }
+        try body(commands)
+    }
+
+    /// Submits what was recorded and waits for it.
+    private func finishRecording() throws {
+        guard recording else { return }
+        recording = false
+        try commands.end()
+        try context.device.submit(commands, signalling: fence)
+        try fence.wait()
+        tokensUsed = 0
+    }
+
+    private func prepared() throws -> (ModelConfig, Buffer) {
+        guard let config, let tokens else { throw BackendError.notPrepared }
+        return (config, tokens)
+    }
+
+    private func matrix(_ name: WeightName) throws -> GPUMatrix {
+        guard let matrix = matrices[name] else { throw BackendError.unsupportedWeight(name: "\(name)", reason: "not a matrix of this model") }
+        return matrix
+    }
+
+    private func gpu(_ tensor: BackendTensor) throws -> GPUTensor {
+        guard let tensor = tensor as? GPUTensor else {
+            throw BackendError.unsupportedWeight(name: "tensor", reason: "not made by the GPU backend")
+        }
+        return tensor
+    }
+
+    private func checkPositions(_ start: Int, _ count: Int) throws {
+        guard start >= 0, start + count <= contextLength else {
+            throw BackendError.contextTooLong(requested: start + count, limit: contextLength)
+        }
+    }
+}
+
+/// The model and KV cache do not fit the GPU's memory: how much is needed and available, and what to do.
+public struct GPUOutOfMemory: Error, CustomStringConvertible {
+    public let device: String
+    public let needed: Int
+    public let available: UInt64
+    public let cacheBytes: Int
+    public let contextLength: Int
+
+    public var description: String {
+        let gib = { (bytes: Double) in String(format: "%.2f GiB", bytes / Double(1 << 30)) }
+        return "not enough GPU memory on \(device): the model and a KV cache of \(contextLength) tokens need \(gib(Double(needed))) "
+            + "(\(gib(Double(cacheBytes))) of it the cache), \(gib(Double(available))) is available; "
+            + "use a smaller --ctx, or --cpu"
+    }
+}

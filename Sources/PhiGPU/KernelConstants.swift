@@ -1,0 +1,66 @@
+import PhiShaders
+
+// The Swift twins of the shaders' push-constant blocks. Field order and types match the GLSL
+// blocks named in each comment; `pushConstantLayouts` lets a test check every size against the
+// SPIR-V, and pipelines check it again when they are made.
+
+/// `MatmulConstants` of Shaders/matmul.comp.
+struct MatmulConstants {
+    var rows: UInt32
+    var columns: UInt32
+    var tokens: UInt32
+    var inputRow: UInt32
+    var groupSize: UInt32
+    var outputStride: UInt32
+}
+
+/// `EmbedConstants` of Shaders/embed.comp.
+struct EmbedConstants {
+    var count: UInt32
+    var columns: UInt32
+    var groupSize: UInt32
+    var tokenOffset: UInt32
+}
+
+/// `ElementwiseConstants` of Shaders/elementwise.comp.
+struct ElementwiseConstants {
+    var count: UInt32
+    var width: UInt32
+}
+
+/// `RopeConstants` of Shaders/rope_cache.comp.
+struct RopeConstants {
+    var count: UInt32
+    var startPosition: UInt32
+    var heads: UInt32
+    var kvHeads: UInt32
+    var headDimension: UInt32
+    var rotary: UInt32
+    var context: UInt32
+}
+
+/// `AttentionConstants` of Shaders/attention.comp.
+struct AttentionConstants {
+    var count: UInt32
+    var startPosition: UInt32
+    var heads: UInt32
+    var kvHeads: UInt32
+    var headDimension: UInt32
+    var context: UInt32
+    var scale: Float
+}
+
+/// Every shader variant with the size of the Swift struct it is given as push constants.
+public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
+    (ShaderLibrary.rmsNorm, MemoryLayout<RMSNormConstants>.size),
+    (ShaderLibrary.matvecQ4, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matvecQ8, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matmulQ4, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matmulQ8, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.embedQ4, MemoryLayout<EmbedConstants>.size),
+    (ShaderLibrary.embedQ8, MemoryLayout<EmbedConstants>.size),
+    (ShaderLibrary.add, MemoryLayout<ElementwiseConstants>.size),
+    (ShaderLibrary.siluGate, MemoryLayout<ElementwiseConstants>.size),
+    (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
+    (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
+]
