@@ -12,10 +12,11 @@ layout(std430, binding = 0) readonly buffer Queries { float queries[]; }; // (co
 layout(std430, binding = 1) readonly buffer Keys { float keys[]; };       // (kvHeads, context, headDim)
 layout(std430, binding = 2) readonly buffer Values { float values[]; };   // (kvHeads, context, headDim)
 layout(std430, binding = 3) writeonly buffer Output { float y[]; };       // (count, heads · headDim)
+layout(std430, binding = 4) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
 
 layout(push_constant) uniform AttentionConstants {
     uint count;
-    uint start_position;
+    uint position_slot; // parameters[position_slot] is the first query's position
     uint heads;
     uint kv_heads;
     uint head_dim;
@@ -52,7 +53,7 @@ void main() {
     }
     barrier();
 
-    const uint last = pc.start_position + t; // attends to positions 0...last
+    const uint last = parameters[pc.position_slot] + t; // attends to positions 0...last
     const uint cache_base = kv_head * pc.context * pc.head_dim;
     float running_max = -1.0 / 0.0;
     float running_sum = 0.0;

@@ -11,10 +11,11 @@ layout(std430, binding = 2) readonly buffer Sines { float sines[]; };     // (co
 layout(std430, binding = 3) writeonly buffer Queries { float queries[]; };// (count, heads · headDim)
 layout(std430, binding = 4) writeonly buffer Keys { float keys[]; };      // (kvHeads, context, headDim)
 layout(std430, binding = 5) writeonly buffer Values { float values[]; };  // (kvHeads, context, headDim)
+layout(std430, binding = 6) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
 
 layout(push_constant) uniform RopeConstants {
     uint count;
-    uint start_position;
+    uint position_slot; // parameters[position_slot] is the first token's position
     uint heads;
     uint kv_heads;
     uint head_dim;
@@ -31,7 +32,7 @@ void main() {
     const uint d = index % pc.head_dim;
     const uint slot = (index / pc.head_dim) % slots;
     const uint t = index / (pc.head_dim * slots);
-    const uint position = pc.start_position + t;
+    const uint position = parameters[pc.position_slot] + t;
     const uint row = t * slots * pc.head_dim + slot * pc.head_dim;
     float value = qkv[row + d];
     if (slot < pc.heads + pc.kv_heads && d < pc.rotary) {

@@ -6,8 +6,11 @@ import VulkanKit
 
 /// The Vulkan backend: the forward pass's operations as compute shaders on one GPU.
 ///
-/// Every operation is recorded into one command buffer, with a barrier after each dispatch, and
-/// nothing runs until `read` submits it and waits; so one token's whole forward pass is one submit.
+/// Operations are queued, and nothing runs until `read` records them into one command buffer (a
+/// barrier after each dispatch), submits it and waits: one token's whole forward pass is one submit.
+/// Values that change from step to step (token ids, positions) live in host-visible buffers that
+/// the shaders read, not in the recording; so when a step queues exactly what the previous one did
+/// (every decode step of one shape), the command buffer recorded then is submitted again as it is.
 public final class GPUBackend: InferenceBackend {
     public let context: GPUContext
     public var name: String { "gpu (\(context.device.physical.name))" }
@@ -27,12 +30,19 @@ public final class GPUBackend: InferenceBackend {
     private let tokenCapacity = 4096
     private var tokensUsed = 0
     private var readback: Buffer?                     // host-visible staging for `read`
+    private let parameters: Buffer                    // (parameterCapacity) UInt32, host-visible: positions
+    private let parameterCapacity = 1024
+    private var parametersUsed = 0
 
     private let pool: CommandPool
     private let commands: CommandBuffer
     private let fence: Fence
-    private var recording = false
+    private var pending: [QueuedCommand] = []
+    private var recorded: [QueuedCommand] = []
     private let rmsNormKernel: RMSNormKernel
+    /// Command buffers recorded and reused so far (for benchmarks and tests).
+    public private(set) var recordings = 0
+    public private(set) var submissions = 0
 
     public init(context: GPUContext) throws {
         self.context = context
@@ -40,13 +50,15 @@ public final class GPUBackend: InferenceBackend {
         commands = try CommandBuffer(pool: pool)
         fence = try Fence(device: context.device)
         rmsNormKernel = try RMSNormKernel(context: context)
+        parameters = try Buffer(device: context.device, byteCount: parameterCapacity * 4, location: .hostVisible, label: "parameters")
     }
 
     // MARK: Preparing a model
 
     public func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws {
         let config = weights.config
-        try finishRecording()
+        try flush()
+        recorded = []
         let names: [WeightName] = [.embedding, .lmHead] + (0..<config.layerCount).flatMap { layer in
             [.qkv(layer: layer), .attentionOutput(layer: layer), .gateUp(layer: layer), .down(layer: layer)]
         }
@@ -121,7 +133,7 @@ public final class GPUBackend: InferenceBackend {
     public func embed(tokens ids: [Int32], into out: BackendTensor) throws {
         let (_, tokenBuffer) = try prepared()
         guard ids.count <= tokenCapacity else { throw BackendError.badRange(what: "tokens in one call", range: 0..<ids.count, limit: tokenCapacity) }
-        if tokensUsed + ids.count > tokenCapacity { try finishRecording() }
+        if tokensUsed + ids.count > tokenCapacity { try flush() }
         let offset = tokensUsed
         ids.withUnsafeBytes { bytes in
             if let base = bytes.baseAddress { (tokenBuffer.mapped! + offset * 4).copyMemory(from: base, byteCount: bytes.count) }
@@ -141,11 +153,9 @@ public final class GPUBackend: InferenceBackend {
     public func rmsNorm(_ x: BackendTensor, weight: WeightName, count: Int, into out: BackendTensor) throws {
         let (config, _) = try prepared()
         guard let weightBuffer = norms[weight] else { throw BackendError.unsupportedWeight(name: "\(weight)", reason: "not a norm weight") }
-        try record { commands in
-            try rmsNormKernel.record(into: commands, input: try gpu(x).buffer, weight: weightBuffer, output: try gpu(out).buffer,
-                                     rows: count, columns: x.columns, epsilon: config.rmsNormEpsilon)
-            commands.barrier()
-        }
+        try dispatch(rmsNormKernel.pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(weightBuffer), BufferBinding(try gpu(out).buffer)],
+                     RMSNormConstants(columns: UInt32(x.columns), rows: UInt32(count), epsilon: config.rmsNormEpsilon),
+                     groups: (count, 1, 1))
     }
 
     public func matmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor) throws {
@@ -176,12 +186,14 @@ public final class GPUBackend: InferenceBackend {
         let (config, _) = try prepared()
         try checkPositions(startPosition, count)
         guard let cosines, let sines else { throw BackendError.notPrepared }
-        let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 6, pushConstantSize: MemoryLayout<RopeConstants>.size,
+        let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 7, pushConstantSize: MemoryLayout<RopeConstants>.size,
                                             specialization: [256])
+        let slot = try parameterSlot(UInt32(startPosition))
         let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension
         try dispatch(pipeline, [BufferBinding(try gpu(qkv).buffer), BufferBinding(cosines), BufferBinding(sines),
-                                BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])],
-                     RopeConstants(count: UInt32(count), startPosition: UInt32(startPosition), heads: UInt32(config.headCount),
+                                BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer]),
+                                BufferBinding(parameters)],
+                     RopeConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
                                    kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
                                    rotary: UInt32(rotaryDimensions), context: UInt32(contextLength)),
                      groups: ((total + 255) / 256, 1, 1))
@@ -194,11 +206,12 @@ public final class GPUBackend: InferenceBackend {
         guard config.headDimension <= min(256, 8 * width) else {
             throw BackendError.unsupportedWeight(name: "attention", reason: "head dimension \(config.headDimension) above 256")
         }
-        let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 4, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+        let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
                                             specialization: [UInt32(width)])
+        let slot = try parameterSlot(UInt32(startPosition))
         try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]),
-                                BufferBinding(valueCache[layer]), BufferBinding(try gpu(out).buffer)],
-                     AttentionConstants(count: UInt32(count), startPosition: UInt32(startPosition), heads: UInt32(config.headCount),
+                                BufferBinding(valueCache[layer]), BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
+                     AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
                                         kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
                                         context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot()),
                      groups: (count, config.headCount, 1))
@@ -219,10 +232,9 @@ public final class GPUBackend: InferenceBackend {
             readback = try Buffer(device: context.device, byteCount: byteCount, location: .hostVisible, label: "read-back")
         }
         let staging = readback!
-        try record { commands in
-            commands.copy(from: try gpu(tensor).buffer, to: staging, byteCount: byteCount, sourceOffset: rows.lowerBound * tensor.columns * 4)
-        }
-        try finishRecording()
+        pending.append(.copy(source: try gpu(tensor).buffer, destination: staging, byteCount: byteCount,
+                             sourceOffset: rows.lowerBound * tensor.columns * 4))
+        try flush()
         return try staging.read(Float.self, count: rows.count * tensor.columns)
     }
 
@@ -238,28 +250,45 @@ public final class GPUBackend: InferenceBackend {
     private func dispatch<Constants>(_ pipeline: ComputePipeline, _ buffers: [BufferBinding], _ constants: Constants,
                                      groups: (Int, Int, Int)) throws {
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
-        try record { commands in
-            commands.dispatch(pipeline, set: set, constants: constants, groups: groups)
-            commands.barrier()
-        }
+        var value = constants
+        let bytes = withUnsafeBytes(of: &value) { Array($0) }
+        pending.append(.dispatch(pipeline: pipeline, set: set, constants: bytes, groups: [groups.0, groups.1, groups.2]))
     }
 
-    private func record(_ body: (CommandBuffer) throws -> Void) throws {
-        if !recording {
+    /// Stores a per-step value where the shaders read it; returns its slot for the push constants.
+    private func parameterSlot(_ value: UInt32) throws -> UInt32 {
+        if parametersUsed == parameterCapacity { try flush() }
+        parameters.mapped!.storeBytes(of: value, toByteOffset: parametersUsed * 4, as: UInt32.self)
+        parametersUsed += 1
+        return UInt32(parametersUsed - 1)
+    }
+
+    /// Runs everything queued and waits for it, re-recording the command buffer only when the
+    /// queue differs from what it holds.
+    private func flush() throws {
+        guard !pending.isEmpty else { return }
+        if pending != recorded {
             try commands.begin()
-            recording = true
+            for command in pending {
+                switch command {
+                case .dispatch(let pipeline, let set, let constants, let groups):
+                    commands.dispatch(pipeline, set: set, constantBytes: constants, groups: (groups[0], groups[1], groups[2]))
+                    commands.barrier()
+                case .copy(let source, let destination, let byteCount, let sourceOffset):
+                    commands.copy(from: source, to: destination, byteCount: byteCount, sourceOffset: sourceOffset)
+                    commands.barrier()
+                }
+            }
+            try commands.end()
+            recorded = pending
+            recordings += 1
         }
-        try body(commands)
-    }
-
-    /// Submits what was recorded and waits for it.
-    private func finishRecording() throws {
-        guard recording else { return }
-        recording = false
-        try commands.end()
+        pending.removeAll(keepingCapacity: true)
+        tokensUsed = 0
+        parametersUsed = 0
+        submissions += 1
         try context.device.submit(commands, signalling: fence)
         try fence.wait()
-        tokensUsed = 0
     }
 
     private func prepared() throws -> (ModelConfig, Buffer) {
@@ -282,6 +311,23 @@ public final class GPUBackend: InferenceBackend {
     private func checkPositions(_ start: Int, _ count: Int) throws {
         guard start >= 0, start + count <= contextLength else {
             throw BackendError.contextTooLong(requested: start + count, limit: contextLength)
+        }
+    }
+}
+
+/// One queued GPU command; equal when it would record the same thing.
+enum QueuedCommand: Equatable {
+    case dispatch(pipeline: ComputePipeline, set: DescriptorSet, constants: [UInt8], groups: [Int])
+    case copy(source: Buffer, destination: Buffer, byteCount: Int, sourceOffset: Int)
+
+    static func == (a: QueuedCommand, b: QueuedCommand) -> Bool {
+        switch (a, b) {
+        case let (.dispatch(p1, s1, c1, g1), .dispatch(p2, s2, c2, g2)):
+            return p1 === p2 && s1 === s2 && c1 == c2 && g1 == g2
+        case let (.copy(s1, d1, n1, o1), .copy(s2, d2, n2, o2)):
+            return s1 === s2 && d1 === d2 && n1 == n2 && o1 == o2
+        default:
+            return false
         }
     }
 }

@@ -31,7 +31,7 @@ struct ElementwiseConstants {
 /// `RopeConstants` of Shaders/rope_cache.comp.
 struct RopeConstants {
     var count: UInt32
-    var startPosition: UInt32
+    var positionSlot: UInt32
     var heads: UInt32
     var kvHeads: UInt32
     var headDimension: UInt32
@@ -42,7 +42,7 @@ struct RopeConstants {
 /// `AttentionConstants` of Shaders/attention.comp.
 struct AttentionConstants {
     var count: UInt32
-    var startPosition: UInt32
+    var positionSlot: UInt32
     var heads: UInt32
     var kvHeads: UInt32
     var headDimension: UInt32
@@ -63,4 +63,10 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.siluGate, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
+    (ShaderLibrary.streamRead, MemoryLayout<StreamReadConstants>.size),
 ]
+
+/// `StreamReadConstants` of Shaders/stream_read.comp.
+struct StreamReadConstants {
+    var count: UInt32
+}

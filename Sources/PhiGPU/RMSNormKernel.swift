@@ -11,7 +11,8 @@ public struct RMSNormConstants: Sendable {
 /// RMSNorm on the GPU: `y = x / sqrt(mean(x²) + ε) · weight` for each row, one workgroup a row.
 public struct RMSNormKernel {
     let context: GPUContext
-    let pipeline: ComputePipeline
+    /// The RMSNorm pipeline at this context's workgroup size.
+    public let pipeline: ComputePipeline
 
     public init(context: GPUContext) throws {
         self.context = context

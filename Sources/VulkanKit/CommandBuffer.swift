@@ -59,16 +59,23 @@ public final class CommandBuffer: @unchecked Sendable {
     /// Binds `pipeline` and `set`, pushes `constants` and dispatches `groups` workgroups.
     public func dispatch<Constants>(_ pipeline: ComputePipeline, set: DescriptorSet, constants: Constants,
                                     groups: (x: Int, y: Int, z: Int)) {
-        precondition(MemoryLayout<Constants>.size == pipeline.pushConstantSize,
-                     "push constants for \(pipeline.name) are \(MemoryLayout<Constants>.size) bytes, expected \(pipeline.pushConstantSize)")
+        var value = constants
+        let bytes = withUnsafeBytes(of: &value) { Array($0) }
+        dispatch(pipeline, set: set, constantBytes: bytes, groups: groups)
+    }
+
+    /// Binds `pipeline` and `set`, pushes the push-constant bytes and dispatches `groups` workgroups.
+    public func dispatch(_ pipeline: ComputePipeline, set: DescriptorSet, constantBytes: [UInt8],
+                         groups: (x: Int, y: Int, z: Int)) {
+        precondition(constantBytes.count == pipeline.pushConstantSize,
+                     "push constants for \(pipeline.name) are \(constantBytes.count) bytes, expected \(pipeline.pushConstantSize)")
         retained.append(pipeline)
         retained.append(set)
         vkCmdBindPipeline(handle, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
         var setHandle: VkDescriptorSet? = set.handle
         vkCmdBindDescriptorSets(handle, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &setHandle, 0, nil)
         if pipeline.pushConstantSize > 0 {
-            var value = constants
-            withUnsafeBytes(of: &value) { bytes in
+            constantBytes.withUnsafeBytes { bytes in
                 vkCmdPushConstants(handle, pipeline.layout, VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue),
                                    0, UInt32(bytes.count), bytes.baseAddress)
             }

@@ -1,0 +1,35 @@
+import PhiShaders
+import VulkanKit
+
+/// Measures the device's streaming read bandwidth with `Shaders/stream_read.comp`: the ceiling the
+/// decode products are compared with in `phi-gpu bench kernels`.
+public enum GPUBandwidth {
+    /// Bytes per second read from a buffer of `byteCount` bytes, best of `repeats` timed runs
+    /// (GPU timestamps around the dispatch).
+    public static func measure(context: GPUContext, byteCount: Int, repeats: Int = 5) throws -> Double {
+        let count = byteCount / 16
+        let source = try Buffer(device: context.device, byteCount: count * 16, location: .deviceLocal, label: "bandwidth source")
+        try source.fill(0x1234_5678)
+        let workgroups = 4096
+        let sink = try Buffer(device: context.device, byteCount: workgroups * 4, location: .deviceLocal, label: "bandwidth sink")
+        let pipeline = try context.pipeline(ShaderLibrary.streamRead, bindings: 2,
+                                            pushConstantSize: MemoryLayout<StreamReadConstants>.size, specialization: [256])
+        let set = try context.descriptorSet(for: pipeline, buffers: [BufferBinding(source), BufferBinding(sink)])
+        let timestamps = try TimestampQueryPool(device: context.device, count: 2)
+        let pool = try CommandPool(device: context.device)
+        let commands = try CommandBuffer(pool: pool)
+        try commands.begin()
+        commands.reset(timestamps)
+        commands.writeTimestamp(timestamps, index: 0)
+        commands.dispatch(pipeline, set: set, constants: StreamReadConstants(count: UInt32(count)), groups: (workgroups, 1, 1))
+        commands.writeTimestamp(timestamps, index: 1)
+        try commands.end()
+        var best = Double.infinity
+        for _ in 0..<repeats {
+            try context.device.submitAndWait(commands)
+            let times = try timestamps.nanoseconds()
+            best = min(best, (times[1] - times[0]) * 1e-9)
+        }
+        return Double(count * 16) / best
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import PhiCPU
+import PhiFormats
+import PhiGPU
+import PhiModel
+import TestSupport
+import VulkanKit
+import XCTest
+
+/// Every GPU operation against the CPU reference (`CPUReference`) on fresh random inputs (seeded from
+/// the clock; the seed is printed on failure), output buffers poisoned with NaN first.
+/// Tolerances: elementwise operations 1e-5 (relative to the largest output, at least 1);
+/// products and attention 2e-4 relative (float32 sums in a different order).
+final class GPUBackendTests: XCTestCase {
+    let seed = UInt64(Date().timeIntervalSince1970 * 1000)
+    lazy var random = SeededRandom(seed: seed)
+    var seedNote: String { "random seed \(seed)" }
+
+    /// A small model: GQA (4 heads on 2 kv heads), partial rotary (12 of 16 dims), LongRoPE factors.
+    static let smallConfig: ModelConfig = {
+        let shortFactor: [Float] = [1, 1.1, 1.2, 1.3, 1.4, 1.5]
+        let longFactor: [Float] = [2, 3, 4, 5, 6, 7]
+        let longRoPE = ModelConfig.LongRoPE(shortFactor: shortFactor, longFactor: longFactor, originalContext: 256)
+        return ModelConfig(
+            architecture: .phi3, hiddenSize: 64, intermediateSize: 96, layerCount: 1, headCount: 4, kvHeadCount: 2,
+            headDimension: 16, vocabularySize: 300, rmsNormEpsilon: 1e-5, ropeTheta: 10000, rotaryDimensions: 12,
+            maxContext: 16384, longRoPE: longRoPE, tiedEmbeddings: true)
+    }()
+
+    func randomMatrix(rows: Int, columns: Int, bits: Int, groupSize: Int) -> QuantizedMatrix {
+        let packed = (0..<(rows * columns * bits / 32)).map { _ in UInt32.random(in: .min ... .max, using: &random) }
+        let groups = rows * columns / groupSize
+        let scales = (0..<groups).map { _ in Float16(Float.random(in: 0.002...0.02, using: &random)) }
+        let biases = (0..<groups).map { _ in Float16(Float.random(in: -0.1...0.1, using: &random)) }
+        return QuantizedMatrix(rows: rows, columns: columns, bits: bits, groupSize: groupSize,
+                               packed: TensorStorage(copying: packed), scales: TensorStorage(copying: scales),
+                               biases: TensorStorage(copying: biases))
+    }
+
+    /// A prepared backend whose layer-0 qkv matrix is `matrix` (other weights random of `config`'s shapes).
+    func backend(config: ModelConfig = smallConfig, qkv: QuantizedMatrix? = nil, contextLength: Int = 512,
+                 bits: Int = 4) throws -> (GPUBackend, ModelWeights, RotaryEmbedding) {
+        var weights = RandomWeights.make(config: config, seed: random.next(), bits: bits, groupSize: 16)
+        if let qkv { weights.layers[0].qkv = qkv }
+        let backend = try GPUBackend(context: try TestGPU.context())
+        let rotary = RotaryEmbedding(config: config, contextLength: contextLength)
+        try backend.prepare(weights: weights, contextLength: contextLength, rotary: rotary)
+        return (backend, weights, rotary)
+    }
+
+    func tensor(_ backend: GPUBackend, _ values: [Float], rows: Int) throws -> GPUTensor {
+        let made = try XCTUnwrap(try backend.makeTensor(rows: rows, columns: values.count / rows) as? GPUTensor)
+        try made.buffer.upload(values)
+        return made
+    }
+
+    func poisoned(_ backend: GPUBackend, rows: Int, columns: Int) throws -> GPUTensor {
+        let made = try XCTUnwrap(try backend.makeTensor(rows: rows, columns: columns) as? GPUTensor)
+        try made.buffer.fill(poison)
+        return made
+    }
+
+    func assertClose(_ got: [Float], _ expected: [Float], relative: Float, _ what: String,
+                     file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
+        XCTAssertFalse(got.contains { $0.isNaN }, "\(what): NaN (unwritten or invalid) outputs", file: file, line: line)
+        let scale = max(1, expected.map(abs).max() ?? 1)
+        let difference = maxAbsoluteDifference(got, expected)
+        XCTAssertLessThanOrEqual(difference, relative * scale, "\(what): max difference \(difference)", file: file, line: line)
+    }
+
+    func testQuantizedMatmulAtManyShapesBothBitWidths() throws {
+        let shapes: [(rows: Int, columns: Int, group: Int, tokens: Int)] = [
+            (96, 64, 32, 1), (100, 128, 64, 3), (37, 256, 128, 9), (64, 64, 16, 17), (9216, 3072, 64, 1),
+        ]
+        for bits in [4, 8] {
+            for shape in shapes {
+                let matrix = randomMatrix(rows: shape.rows, columns: shape.columns, bits: bits, groupSize: shape.group)
+                let config = Self.smallConfig
+                let (backend, _, _) = try backend(config: config, qkv: matrix)
+                let x = random.floats(shape.tokens * shape.columns)
+                let input = try tensor(backend, x, rows: shape.tokens)
+                let out = try poisoned(backend, rows: shape.tokens, columns: shape.rows)
+                try backend.matmul(input, rows: 0..<shape.tokens, weight: WeightName.qkv(layer: 0), into: out)
+                let got = try backend.read(out, rows: 0..<shape.tokens)
+                assertClose(got, CPUReference.matmul(x, weight: matrix), relative: 2e-4,
+                            "\(bits)-bit \(shape) \(seedNote)")
+                // Only some rows of x (the LM head's last-token case).
+                if shape.tokens > 2 {
+                    let last = try poisoned(backend, rows: 1, columns: shape.rows)
+                    try backend.matmul(input, rows: (shape.tokens - 1)..<shape.tokens, weight: WeightName.qkv(layer: 0), into: last)
+                    let lastRow = Array(x[((shape.tokens - 1) * shape.columns)...])
+                    assertClose(try backend.read(last, rows: 0..<1), CPUReference.matmul(lastRow, weight: matrix),
+                                relative: 2e-4, "last row \(bits)-bit \(shape)")
+                }
+            }
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    func testEmbeddingNormSiluAndAdd() throws {
+        for bits in [4, 8] {
+            let (backend, weights, _) = try backend(bits: bits)
+            let config = weights.config
+            let ids: [Int32] = (0..<5).map { _ in Int32.random(in: 0..<Int32(config.vocabularySize), using: &random) }
+            let embedded = try poisoned(backend, rows: 5, columns: config.hiddenSize)
+            try backend.embed(tokens: ids, into: embedded)
+            let expectedEmbedding = CPUReference.embed(tokens: ids, table: weights.embedding)
+            assertClose(try backend.read(embedded, rows: 0..<5), expectedEmbedding, relative: 1e-6, "embed \(bits)-bit")
+
+            let normed = try poisoned(backend, rows: 5, columns: config.hiddenSize)
+            try backend.rmsNorm(embedded, weight: .mlpNorm(layer: 0), count: 5, into: normed)
+            let normWeight = weights.layers[0].mlpNorm.withFloats { Array($0.prefix(config.hiddenSize)) }
+            assertClose(try backend.read(normed, rows: 0..<5),
+                        CPUReference.rmsNorm(expectedEmbedding, weight: normWeight, epsilon: config.rmsNormEpsilon),
+                        relative: 1e-5, "rmsNorm")
+
+            let gateUpValues = random.floats(3 * 2 * config.intermediateSize, in: -6...6)
+            let gateUp = try tensor(backend, gateUpValues, rows: 3)
+            let gated = try poisoned(backend, rows: 3, columns: config.intermediateSize)
+            try backend.siluGate(gateUp, count: 3, into: gated)
+            assertClose(try backend.read(gated, rows: 0..<3),
+                        CPUReference.siluGate(gateUpValues, intermediate: config.intermediateSize), relative: 1e-5, "siluGate")
+
+            let a = random.floats(4 * config.hiddenSize), b = random.floats(4 * config.hiddenSize)
+            let accumulator = try tensor(backend, a, rows: 4)
+            try backend.add(try tensor(backend, b, rows: 4), count: 4, into: accumulator)
+            assertClose(try backend.read(accumulator, rows: 0..<4), zip(a, b).map(+), relative: 1e-6, "add")
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    /// RoPE into the cache and attention, for a prompt (prefill) then single tokens (decode), past one
+    /// workgroup's worth of keys, in both RoPE regimes (short factors at 512, long at 1024).
+    func testRopeCacheAndAttentionForPrefillAndDecode() throws {
+        for contextLength in [512, 1024] {
+            let (backend, weights, rotary) = try backend(contextLength: contextLength)
+            let c = weights.config
+            let width = c.headCount * c.headDimension
+            let kvWidth = c.kvHeadCount * c.headDimension
+            var keys: [Float] = []    // (positions, kvHeads, headDim) rotated
+            var values: [Float] = []  // (positions, kvHeads, headDim)
+            var position = 0
+            for count in [7, 1, 300, 1] {
+                let qkvValues = random.floats(count * c.qkvRows, in: -2...2)
+                let qkv = try tensor(backend, qkvValues, rows: count)
+                let queries = try poisoned(backend, rows: count, columns: width)
+                let attended = try poisoned(backend, rows: count, columns: width)
+                try backend.rotateAndCache(qkv: qkv, layer: 0, startPosition: position, count: count, queries: queries)
+                try backend.attention(queries: queries, layer: 0, startPosition: position, count: count, into: attended)
+                let gotQueries = try backend.read(queries, rows: 0..<count)
+                let gotAttention = try backend.read(attended, rows: 0..<count)
+                var expectedQueries: [Float] = [], expectedAttention: [Float] = []
+                for t in 0..<count {
+                    let row = Array(qkvValues[(t * c.qkvRows)..<((t + 1) * c.qkvRows)])
+                    let q = CPUReference.rope(Array(row[0..<width]), heads: c.headCount, headDimension: c.headDimension,
+                                              position: position + t, rotary: rotary)
+                    keys += CPUReference.rope(Array(row[width..<(width + kvWidth)]), heads: c.kvHeadCount,
+                                              headDimension: c.headDimension, position: position + t, rotary: rotary)
+                    values += row[(width + kvWidth)...]
+                    expectedQueries += q
+                    expectedAttention += CPUReference.attention(query: q, keys: keys, values: values, headCount: c.headCount,
+                                                                kvHeadCount: c.kvHeadCount, headDimension: c.headDimension)
+                }
+                assertClose(gotQueries, expectedQueries, relative: 1e-5, "rope at \(position)+\(count), ctx \(contextLength)")
+                assertClose(gotAttention, expectedAttention, relative: 2e-4, "attention at \(position)+\(count), ctx \(contextLength)")
+                position += count
+            }
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    func testWholeForwardPassMatchesTheCPUBackend() throws {
+        let config = Self.smallConfig
+        let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
+        let tokens: [Int32] = (0..<11).map { _ in Int32.random(in: 0..<300, using: &random) }
+        let gpuBackend = try GPUBackend(context: try TestGPU.context())
+        let gpu = try ForwardPass(weights: weights, backend: gpuBackend, contextLength: 64, maxBatch: 8)
+        let cpu = try ForwardPass(weights: weights, backend: CPUBackend(threads: 1), contextLength: 64, maxBatch: 8)
+        assertClose(try gpu.forward(tokens: tokens, logits: ForwardPass.LogitRows.all), try cpu.forward(tokens: tokens, logits: ForwardPass.LogitRows.all),
+                    relative: 1e-3, "prefill logits")
+        var recordingsAfterFirstDecode = 0
+        for (step, token) in [Int32(5), 17, 299, 42].enumerated() {
+            assertClose(try gpu.forward(tokens: [token], logits: ForwardPass.LogitRows.last), try cpu.forward(tokens: [token], logits: ForwardPass.LogitRows.last),
+                        relative: 1e-3, "decode logits at step \(step)")
+            if step == 0 { recordingsAfterFirstDecode = gpuBackend.recordings }
+        }
+        XCTAssertEqual(gpuBackend.recordings, recordingsAfterFirstDecode, "decode steps replay one recorded command buffer")
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    func testNotEnoughMemoryIsAClearError() throws {
+        let backend = try GPUBackend(context: try TestGPU.context())
+        var config = Self.smallConfig
+        config.layerCount = 1
+        let weights = RandomWeights.make(config: config, seed: 1, bits: 4, groupSize: 16)
+        let huge = 1 << 30  // positions: a KV cache of tens of GiB
+        XCTAssertThrowsError(try backend.prepare(weights: weights, contextLength: huge,
+                                                 rotary: RotaryEmbedding(config: config, contextLength: 16))) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("not enough GPU memory") && text.contains("--ctx") && text.contains("--cpu"), text)
+        }
+    }
+}
