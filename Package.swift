@@ -9,7 +9,7 @@
 //   PhiHub                 the Hugging Face hub client: cache layout, resumable checked downloads
 //   VulkanKit              a thin Swift wrapper over the Vulkan C API, one type per object
 //   PhiShaders             the SPIR-V of Shaders/, compiled by `swift build` (ShaderPlugin)
-//   PhiCPU, PhiGPU         the two backends
+//   PhiCPU, PhiGPU         the two backends (CPhiCPU: the CPU's AVX2 kernels, chosen at run time)
 //   PhiEngine              backend choice, generation loop
 //   PhiCLI                 the `phi-gpu` executable
 import PackageDescription
@@ -43,7 +43,8 @@ let package = Package(
         .target(
             name: "PhiHub",
             dependencies: [.product(name: "AsyncHTTPClient", package: "async-http-client")]),
-        .target(name: "PhiCPU", dependencies: ["PhiModel"]),
+        .target(name: "CPhiCPU"),
+        .target(name: "PhiCPU", dependencies: ["PhiModel", "CPhiCPU"]),
         .target(name: "PhiGPU", dependencies: ["PhiModel", "VulkanKit", "PhiShaders"]),
         .target(name: "PhiEngine", dependencies: ["PhiModel", "PhiHub", "PhiCPU", "PhiGPU"]),
         .executableTarget(
@@ -62,5 +63,6 @@ let package = Package(
         .testTarget(name: "PhiModelTests", dependencies: ["PhiModel", "TestSupport"]),
         .testTarget(name: "PhiCPUTests", dependencies: ["PhiCPU", "TestSupport"]),
         .testTarget(name: "PhiCLITests", dependencies: ["PhiCLI", "TestSupport"]),
+        .testTarget(name: "PhiEngineTests", dependencies: ["PhiEngine", "TestSupport"]),
     ]
 )

@@ -38,6 +38,8 @@ public final class GPUBackend: InferenceBackend {
     private let commands: CommandBuffer
     private let fence: Fence
     private var pending: [QueuedCommand] = []
+    /// The last queued product, while it may still take the residual add that follows it.
+    private var lastProduct: QueuedProduct?
     private var recorded: [QueuedCommand] = []
     private let rmsNormKernel: RMSNormKernel
     /// Command buffers recorded and reused so far (for benchmarks and tests).
@@ -159,27 +161,49 @@ public final class GPUBackend: InferenceBackend {
     }
 
     public func matmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor) throws {
+        try queueMatmul(x, rows: rows, weight: weight, into: out, accumulateInto: nil)
+    }
+
+    /// Queues out = x[rows] · Wᵀ, and with `accumulator` also accumulator += out (the residual add
+    /// fused into the product's epilogue). Decode-sized products use the matvec kernel.
+    private func queueMatmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor,
+                             accumulateInto accumulator: BackendTensor?) throws {
         let w = try matrix(weight)
         guard x.columns == w.columns, out.columns >= w.rows, rows.upperBound <= x.rows else {
             throw BackendError.badRange(what: "matmul \(weight) of (\(x.rows), \(x.columns)) into (\(out.rows), \(out.columns))",
                                         range: rows, limit: x.rows)
         }
-        let tokensPerGroup = rows.count == 1 ? 1 : 8
-        let shader = switch (w.bits, tokensPerGroup) {
-        case (4, 1): ShaderLibrary.matvecQ4
-        case (4, _): ShaderLibrary.matmulQ4
-        case (_, 1): ShaderLibrary.matvecQ8
-        default: ShaderLibrary.matmulQ8
-        }
         let subgroup = context.device.physical.subgroupSize
+        let bindings = [BufferBinding(try gpu(x).buffer), BufferBinding(w.packed), BufferBinding(w.scales), BufferBinding(w.biases),
+                        BufferBinding(try gpu(out).buffer)]
+        let constants = MatmulConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: UInt32(rows.count),
+                                        inputRow: UInt32(rows.lowerBound), groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns))
+        if rows.count == 1 && w.columns % (128 / w.bits) == 0 {
+            let shader = switch (w.bits, accumulator != nil) {
+            case (4, false): ShaderLibrary.matvecQ4
+            case (4, true): ShaderLibrary.matvecAddQ4
+            case (_, false): ShaderLibrary.matvecQ8
+            case (_, true): ShaderLibrary.matvecAddQ8
+            }
+            let subgroupsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
+            let rowsPerGroup = subgroupsPerGroup * 4  // ROWS = 4 in the variants
+            let pipeline = try context.pipeline(shader, bindings: 6, pushConstantSize: MemoryLayout<MatmulConstants>.size,
+                                                specialization: [UInt32(subgroupsPerGroup * subgroup)])
+            let target = try accumulator.map { try gpu($0).buffer } ?? gpu(out).buffer
+            try dispatch(pipeline, bindings + [BufferBinding(target)], constants,
+                         groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, 1, 1))
+            lastProduct = accumulator == nil ? QueuedProduct(index: pending.count - 1, x: x, rows: rows, weight: weight, out: out) : nil
+            return
+        }
+        let tokensPerGroup = 8
+        let shader = w.bits == 4 ? ShaderLibrary.matmulQ4 : ShaderLibrary.matmulQ8
         let rowsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
         let pipeline = try context.pipeline(shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,
                                             specialization: [UInt32(rowsPerGroup * subgroup)])
-        try dispatch(pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(w.packed), BufferBinding(w.scales),
-                                BufferBinding(w.biases), BufferBinding(try gpu(out).buffer)],
-                     MatmulConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: UInt32(rows.count),
-                                     inputRow: UInt32(rows.lowerBound), groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns)),
+        try dispatch(pipeline, bindings, constants,
                      groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, (rows.count + tokensPerGroup - 1) / tokensPerGroup, 1))
+        lastProduct = nil
+        if let accumulator { try queueAdd(out, count: rows.count, into: accumulator) }
     }
 
     public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int, queries: BackendTensor) throws {
@@ -222,6 +246,17 @@ public final class GPUBackend: InferenceBackend {
     }
 
     public func add(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
+        // A product into `x` queued just before is re-queued to add into `accumulator` itself.
+        if let product = lastProduct, product.index == pending.count - 1, product.out === x, product.rows.count == count,
+           accumulator.columns == x.columns, accumulator !== product.x {
+            pending.removeLast()
+            try queueMatmul(product.x, rows: product.rows, weight: product.weight, into: product.out, accumulateInto: accumulator)
+            return
+        }
+        try queueAdd(x, count: count, into: accumulator)
+    }
+
+    private func queueAdd(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
         try elementwise(ShaderLibrary.add, accumulator, x, count: count, width: x.columns)
     }
 
@@ -249,6 +284,7 @@ public final class GPUBackend: InferenceBackend {
 
     private func dispatch<Constants>(_ pipeline: ComputePipeline, _ buffers: [BufferBinding], _ constants: Constants,
                                      groups: (Int, Int, Int)) throws {
+        lastProduct = nil
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
         var value = constants
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
@@ -284,6 +320,7 @@ public final class GPUBackend: InferenceBackend {
             recordings += 1
         }
         pending.removeAll(keepingCapacity: true)
+        lastProduct = nil
         tokensUsed = 0
         parametersUsed = 0
         submissions += 1
@@ -313,6 +350,15 @@ public final class GPUBackend: InferenceBackend {
             throw BackendError.contextTooLong(requested: start + count, limit: contextLength)
         }
     }
+}
+
+/// A queued product's arguments, kept so a following residual add can be fused into it.
+struct QueuedProduct {
+    var index: Int
+    var x: BackendTensor
+    var rows: Range<Int>
+    var weight: WeightName
+    var out: BackendTensor
 }
 
 /// One queued GPU command; equal when it would record the same thing.

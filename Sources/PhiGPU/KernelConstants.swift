@@ -4,7 +4,7 @@ import PhiShaders
 // blocks named in each comment; `pushConstantLayouts` lets a test check every size against the
 // SPIR-V, and pipelines check it again when they are made.
 
-/// `MatmulConstants` of Shaders/matmul.comp.
+/// `MatmulConstants` of Shaders/matmul.comp and `MatvecConstants` of Shaders/matvec.comp (the same layout).
 struct MatmulConstants {
     var rows: UInt32
     var columns: UInt32
@@ -55,6 +55,8 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.rmsNorm, MemoryLayout<RMSNormConstants>.size),
     (ShaderLibrary.matvecQ4, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matvecQ8, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matvecAddQ4, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matvecAddQ8, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matmulQ4, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matmulQ8, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.embedQ4, MemoryLayout<EmbedConstants>.size),

@@ -1,0 +1,217 @@
+import Foundation
+import PhiFormats
+import PhiModel
+
+/// The CPU backend: SIMD kernels on all cores, reading quantized weights straight from their
+/// (memory-mapped) storage, with a Float32 KV cache. Runs each operation when called.
+public final class CPUBackend: InferenceBackend {
+    /// Worker threads for matrix products and attention.
+    public let threads: Int
+    public var name: String { "cpu (\(threads) threads)" }
+
+    private var weights: ModelWeights?
+    private var rotary = RotaryEmbedding(rotaryDimensions: 0, inverseFrequencies: [], attentionScaling: 1)
+    private var contextLength = 0
+    private var keys: OwnedBytes?    // (layers, contextLength, kvHeads × headDimension) Float32
+    private var values: OwnedBytes?  // (layers, contextLength, kvHeads × headDimension) Float32
+
+    public init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.threads = max(1, threads)
+    }
+
+    public func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws {
+        try Self.validate(weights)
+        let config = weights.config
+        let cacheBytes = config.layerCount * contextLength * config.kvHeadCount * config.headDimension * 4
+        guard contextLength > 0, cacheBytes / max(contextLength, 1) < Int.max / max(contextLength, 1) else {
+            throw BackendError.outOfMemory(what: "KV cache of \(contextLength) positions", bytes: cacheBytes)
+        }
+        self.weights = weights
+        self.rotary = rotary
+        self.contextLength = contextLength
+        keys = OwnedBytes(byteCount: cacheBytes)
+        values = OwnedBytes(byteCount: cacheBytes)
+    }
+
+    /// Checks every tensor's shape against the config, so kernels can trust them.
+    static func validate(_ weights: ModelWeights) throws {
+        let c = weights.config
+        func check(_ name: WeightName, rows: Int, columns: Int) throws {
+            guard let m = weights.matrix(name) else { return }
+            guard m.rows == rows, m.columns == columns else {
+                throw BackendError.unsupportedWeight(
+                    name: name.description, reason: "shape (\(m.rows), \(m.columns)), expected (\(rows), \(columns))")
+            }
+            guard m.bits == 4 || m.bits == 8, m.groupSize > 0, m.columns % m.groupSize == 0,
+                  m.packed.byteCount >= m.rows * m.wordsPerRow * 4,
+                  m.scales.byteCount >= m.rows * m.groupsPerRow * 2, m.biases.byteCount >= m.rows * m.groupsPerRow * 2
+            else {
+                throw BackendError.unsupportedWeight(
+                    name: name.description,
+                    reason: "\(m.bits)-bit, group \(m.groupSize), \(m.packed.byteCount) packed bytes: expected 4 or 8 bits and whole groups")
+            }
+        }
+        func checkNorm(_ name: WeightName) throws {
+            guard let n = weights.normWeight(name), n.byteCount == c.hiddenSize * 4 else {
+                throw BackendError.unsupportedWeight(name: name.description, reason: "expected \(c.hiddenSize) Float32 values")
+            }
+        }
+        guard weights.layers.count == c.layerCount, c.headCount % max(c.kvHeadCount, 1) == 0,
+              c.rotaryDimensions <= c.headDimension, c.rotaryDimensions % 2 == 0 else {
+            throw BackendError.unsupportedWeight(
+                name: "config", reason: "\(weights.layers.count) layers for \(c.layerCount), \(c.headCount) heads over \(c.kvHeadCount) kv heads, rotary \(c.rotaryDimensions) of \(c.headDimension)")
+        }
+        let attentionWidth = c.headCount * c.headDimension
+        try check(.embedding, rows: c.vocabularySize, columns: c.hiddenSize)
+        try check(.lmHead, rows: c.vocabularySize, columns: c.hiddenSize)
+        try checkNorm(.finalNorm)
+        for layer in 0..<c.layerCount {
+            try checkNorm(.attentionNorm(layer: layer))
+            try checkNorm(.mlpNorm(layer: layer))
+            try check(.qkv(layer: layer), rows: c.qkvRows, columns: c.hiddenSize)
+            try check(.attentionOutput(layer: layer), rows: c.hiddenSize, columns: attentionWidth)
+            try check(.gateUp(layer: layer), rows: 2 * c.intermediateSize, columns: c.hiddenSize)
+            try check(.down(layer: layer), rows: c.hiddenSize, columns: c.intermediateSize)
+        }
+    }
+
+    public func makeTensor(rows: Int, columns: Int) throws -> BackendTensor {
+        CPUTensor(rows: rows, columns: columns)
+    }
+
+    public func embed(tokens: [Int32], into out: BackendTensor) throws {
+        let (weights, out) = (try model(), try cpu(out))
+        let table = weights.embedding
+        for (i, token) in tokens.enumerated() {
+            guard token >= 0, Int(token) < table.rows else {
+                throw BackendError.badRange(what: "token id", range: Int(token)..<Int(token) + 1, limit: table.rows)
+            }
+            table.dequantizeRow(Int(token), into: UnsafeMutableBufferPointer(start: out.row(i), count: table.columns))
+        }
+    }
+
+    public func rmsNorm(_ x: BackendTensor, weight: WeightName, count: Int, into out: BackendTensor) throws {
+        let (weights, x, out) = (try model(), try cpu(x), try cpu(out))
+        guard let norm = weights.normWeight(weight) else {
+            throw BackendError.unsupportedWeight(name: weight.description, reason: "not a norm weight")
+        }
+        norm.withFloats { w in
+            TransformerKernels.rmsNorm(x.pointer, weight: w.baseAddress!, epsilon: weights.config.rmsNormEpsilon,
+                                       dim: x.columns, count: count, out: out.pointer)
+        }
+    }
+
+    public func matmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor) throws {
+        let (weights, x, out) = (try model(), try cpu(x), try cpu(out))
+        guard let matrix = weights.matrix(weight) else {
+            throw BackendError.unsupportedWeight(name: weight.description, reason: "not a matrix")
+        }
+        guard rows.lowerBound >= 0, rows.upperBound <= x.rows, rows.count <= out.rows,
+              x.columns == matrix.columns, out.columns == matrix.rows else {
+            throw BackendError.badRange(what: "matmul \(weight) rows", range: rows, limit: min(x.rows, out.rows))
+        }
+        QuantizedKernels.matmul(matrix, x: x.row(rows.lowerBound), xStride: x.columns, tokens: rows.count,
+                                out: out.pointer, outStride: out.columns, tasks: threads)
+    }
+
+    public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int,
+                               queries: BackendTensor) throws {
+        let (weights, qkv, queries) = (try model(), try cpu(qkv), try cpu(queries))
+        let c = weights.config
+        try checkPositions(startPosition, count)
+        let qWidth = c.headCount * c.headDimension
+        let kvWidth = c.kvHeadCount * c.headDimension
+        let half = rotary.rotaryDimensions / 2
+        for i in 0..<count {
+            let position = startPosition + i
+            let (cos, sin) = rotary.cosSin(position: position)
+            let source = qkv.row(i)
+            let query = queries.row(i)
+            let key = cacheRow(keys, layer: layer, position: position, config: c)
+            let value = cacheRow(values, layer: layer, position: position, config: c)
+            query.update(from: source, count: qWidth)
+            key.update(from: source + qWidth, count: kvWidth)
+            value.update(from: source + qWidth + kvWidth, count: kvWidth)
+            cos.withUnsafeBufferPointer { cos in
+                sin.withUnsafeBufferPointer { sin in
+                    TransformerKernels.rotate(query, heads: c.headCount, headDimension: c.headDimension,
+                                              cos: cos.baseAddress!, sin: sin.baseAddress!, half: half)
+                    TransformerKernels.rotate(key, heads: c.kvHeadCount, headDimension: c.headDimension,
+                                              cos: cos.baseAddress!, sin: sin.baseAddress!, half: half)
+                }
+            }
+        }
+    }
+
+    public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int,
+                          into out: BackendTensor) throws {
+        let (weights, queries, out) = (try model(), try cpu(queries), try cpu(out))
+        let c = weights.config
+        try checkPositions(startPosition, count)
+        let keys = UnsafePointer(cacheRow(keys, layer: layer, position: 0, config: c))
+        let values = UnsafePointer(cacheRow(values, layer: layer, position: 0, config: c))
+        let heads = c.headCount
+        let scoreCapacity = startPosition + count
+        parallelRanges(count * heads, tasks: threads * 2) { items in
+            let scores = UnsafeMutablePointer<Float>.allocate(capacity: scoreCapacity)  // (positions)
+            defer { scores.deallocate() }
+            for item in items {
+                let (i, h) = (item / heads, item % heads)
+                TransformerKernels.attendOne(
+                    query: queries.row(i), position: startPosition + i, keys: keys, values: values,
+                    headCount: heads, kvHeadCount: c.kvHeadCount, headDimension: c.headDimension,
+                    heads: h..<h + 1, scores: scores, out: out.row(i))
+            }
+        }
+    }
+
+    public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
+        let (gateUp, out) = (try cpu(gateUp), try cpu(out))
+        let intermediate = out.columns
+        parallelRanges(count, tasks: threads) { rows in
+            TransformerKernels.siluGate(gateUp.row(rows.lowerBound), intermediate: intermediate,
+                                        count: rows.count, out: out.row(rows.lowerBound))
+        }
+    }
+
+    public func add(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
+        let (x, accumulator) = (try cpu(x), try cpu(accumulator))
+        VectorMath.addScaled(x.pointer, 1, into: accumulator.pointer, count: count * x.columns)
+    }
+
+    public func read(_ tensor: BackendTensor, rows: Range<Int>) throws -> [Float] {
+        let tensor = try cpu(tensor)
+        guard rows.lowerBound >= 0, rows.upperBound <= tensor.rows else {
+            throw BackendError.badRange(what: "read rows", range: rows, limit: tensor.rows)
+        }
+        return Array(UnsafeBufferPointer(start: tensor.row(rows.lowerBound), count: rows.count * tensor.columns))
+    }
+
+    // MARK: helpers
+
+    private func model() throws -> ModelWeights {
+        guard let weights else { throw BackendError.notPrepared }
+        return weights
+    }
+
+    private func cpu(_ tensor: BackendTensor) throws -> CPUTensor {
+        guard let tensor = tensor as? CPUTensor else {
+            throw BackendError.unsupportedWeight(name: "tensor", reason: "not made by the CPU backend")
+        }
+        return tensor
+    }
+
+    private func checkPositions(_ start: Int, _ count: Int) throws {
+        guard start >= 0, start + count <= contextLength else {
+            throw BackendError.contextTooLong(requested: start + count, limit: contextLength)
+        }
+    }
+
+    /// (kvHeads × headDimension) cache row of `layer` at `position`.
+    private func cacheRow(_ cache: OwnedBytes?, layer: Int, position: Int, config c: ModelConfig)
+        -> UnsafeMutablePointer<Float> {
+        let width = c.kvHeadCount * c.headDimension
+        let base = cache!.pointer.assumingMemoryBound(to: Float.self)
+        return base + (layer * contextLength + position) * width
+    }
+}

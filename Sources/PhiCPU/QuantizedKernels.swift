@@ -1,0 +1,262 @@
+import PhiFormats
+#if canImport(CPhiCPU)
+import CPhiCPU
+#endif
+
+/// SIMD products with a `QuantizedMatrix` straight from its packed words (no dequantized copy).
+///
+/// A row is read in blocks of 8 words. Lane `k` of a block holds word `k`, whose `32 / bits`
+/// elements are consecutive, so one shift-and-mask of the block yields elements `k × perWord + j`
+/// for all 8 lanes. `x` is permuted once per call to match (`PermutedInput`), the affine bias
+/// term uses per-group sums of `x`: Σ (s·q + b)·x = Σ s·(q·x) + Σ b·(Σ x).
+enum QuantizedKernels {
+    /// Which implementation computes the products.
+    enum Implementation: CaseIterable {
+        /// Portable Swift SIMD (baseline x86-64 or ARM code).
+        case swiftSIMD
+        /// The C AVX2/FMA/F16C kernels of CPhiCPU, where the target is built and the CPU has them.
+        case avx2
+    }
+
+    /// The fastest implementation this build and CPU offer.
+    static let best: Implementation = {
+        #if canImport(CPhiCPU)
+        if phi_cpu_has_avx2() != 0 { return .avx2 }
+        #endif
+        return .swiftSIMD
+    }()
+
+    /// The implementations this build and CPU can run (for tests).
+    static var available: [Implementation] { best == .avx2 ? [.swiftSIMD, .avx2] : [.swiftSIMD] }
+
+    /// Whether the SIMD path reads `matrix`; others take the plain dequantize-and-dot path.
+    static func hasSIMDPath(_ matrix: QuantizedMatrix) -> Bool {
+        (matrix.bits == 4 || matrix.bits == 8) && matrix.columns % (256 / matrix.bits) == 0
+            && matrix.groupSize % (32 / matrix.bits) == 0
+    }
+
+    /// out[t × outStride + r] = Σ_c W[r, c] · x[t × xStride + c], for t in 0..<tokens, r in 0..<rows.
+    static func matmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
+                       out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int,
+                       implementation: Implementation = best) {
+        guard tokens > 0 else { return }
+        guard hasSIMDPath(matrix) else {
+            plainMatmul(matrix, x: x, xStride: xStride, tokens: tokens, out: out, outStride: outStride, tasks: tasks)
+            return
+        }
+        let input = PermutedInput(matrix: matrix, x: x, xStride: xStride, tokens: tokens)
+        let operand = Operand(matrix)
+        withExtendedLifetime(matrix) {
+            parallelRanges(matrix.rows, tasks: tasks * 4, minimumPerTask: 8) { rows in
+                #if canImport(CPhiCPU)
+                if implementation == .avx2 {
+                    phi_cpu_quantized_matmul_avx2(
+                        operand.words.assumingMemoryBound(to: UInt32.self), operand.scales, operand.biases,
+                        Int32(operand.wordsPerRow), Int32(operand.groupsPerRow), Int32(operand.groupSize),
+                        Int32(matrix.bits), input.permuted, input.groupSums, Int32(tokens), Int32(matrix.columns),
+                        Int32(rows.lowerBound), Int32(rows.upperBound), out, Int32(outStride))
+                    return
+                }
+                #endif
+                if matrix.bits == 4 {
+                    operand.rows(rows, bits: 4, input: input, out: out, outStride: outStride)
+                } else {
+                    operand.rows(rows, bits: 8, input: input, out: out, outStride: outStride)
+                }
+            }
+        }
+    }
+
+    /// Dequantizes each row, then dots it with every token: for shapes the SIMD path does not take.
+    static func plainMatmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
+                            out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int) {
+        parallelRanges(matrix.rows, tasks: tasks, minimumPerTask: 8) { rows in
+            let row = UnsafeMutableBufferPointer<Float>.allocate(capacity: matrix.columns)  // (columns)
+            defer { row.deallocate() }
+            for r in rows {
+                matrix.dequantizeRow(r, into: row)
+                for t in 0..<tokens {
+                    out[t * outStride + r] = VectorMath.dot(UnsafePointer(row.baseAddress!), x + t * xStride,
+                                                            count: matrix.columns)
+                }
+            }
+        }
+    }
+}
+
+/// `x` rearranged for one matrix's blocks, and its per-group sums. Freed on deinit.
+final class PermutedInput: @unchecked Sendable {
+    let tokens: Int
+    let columns: Int
+    let groupsPerRow: Int
+    /// (tokens, columns) Float32: within each block, element k × perWord + j moved to j × 8 + k.
+    let permuted: UnsafeMutablePointer<Float>
+    /// (tokens, groupsPerRow) Float32: Σ x over each group.
+    let groupSums: UnsafeMutablePointer<Float>
+
+    init(matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int) {
+        let columns = matrix.columns
+        let perWord = 32 / matrix.bits
+        let blockElements = 8 * perWord
+        self.tokens = tokens
+        self.columns = columns
+        self.groupsPerRow = matrix.groupsPerRow
+        permuted = .allocate(capacity: tokens * columns)
+        groupSums = .allocate(capacity: tokens * matrix.groupsPerRow)
+        for t in 0..<tokens {
+            let source = x + t * xStride
+            let target = permuted + t * columns
+            for blockStart in stride(from: 0, to: columns, by: blockElements) {
+                for k in 0..<8 {
+                    for j in 0..<perWord { target[blockStart + j * 8 + k] = source[blockStart + k * perWord + j] }
+                }
+            }
+            for g in 0..<matrix.groupsPerRow {
+                var sum: Float = 0
+                for c in (g * matrix.groupSize)..<((g + 1) * matrix.groupSize) { sum += source[c] }
+                groupSums[t * matrix.groupsPerRow + g] = sum
+            }
+        }
+    }
+
+    deinit {
+        permuted.deallocate()
+        groupSums.deallocate()
+    }
+}
+
+/// Raw pointers into one quantized matrix, valid while the matrix's storage lives.
+struct Operand: @unchecked Sendable {
+    let words: UnsafeRawPointer      // (rows, wordsPerRow) UInt32
+    let scales: UnsafePointer<UInt16>  // (rows, groupsPerRow) Float16 bits
+    let biases: UnsafePointer<UInt16>  // (rows, groupsPerRow) Float16 bits
+    let wordsPerRow: Int
+    let groupsPerRow: Int
+    let groupSize: Int
+
+    init(_ matrix: QuantizedMatrix) {
+        words = matrix.packed.bytes.baseAddress!
+        scales = matrix.scales.bytes.baseAddress!.assumingMemoryBound(to: UInt16.self)
+        biases = matrix.biases.bytes.baseAddress!.assumingMemoryBound(to: UInt16.self)
+        wordsPerRow = matrix.wordsPerRow
+        groupsPerRow = matrix.groupsPerRow
+        groupSize = matrix.groupSize
+    }
+
+    /// Products of `rows` with every token of `input`, 4 tokens at a time (one unpack, four uses).
+    @inline(__always)
+    func rows(_ rows: Range<Int>, bits: Int, input: PermutedInput, out: UnsafeMutablePointer<Float>, outStride: Int) {
+        let tokens = input.tokens
+        for r in rows {
+            if tokens == 1 {
+                out[r] = dot1(row: r, bits: bits, input: input)
+                continue
+            }
+            var t = 0
+            while t < tokens {
+                let sums = dot4(row: r, bits: bits, input: input, first: t)
+                for i in 0..<min(4, tokens - t) { out[(t + i) * outStride + r] = sums[i] }
+                t += 4
+            }
+        }
+    }
+
+    /// Scales of the 8 lanes of block `block` of a row (lanes of one word share a group).
+    @inline(__always)
+    func laneScales(_ rowScales: UnsafePointer<UInt16>, block: Int, bits: Int) -> SIMD8<Float> {
+        let perWord = 32 / bits
+        let blockElements = 8 * perWord
+        if groupSize >= blockElements {
+            return SIMD8(repeating: Half.float(rowScales[block * blockElements / groupSize]))
+        }
+        var lanes = SIMD8<UInt16>()
+        for k in 0..<8 { lanes[k] = rowScales[(block * blockElements + k * perWord) / groupSize] }
+        return Half.floats(lanes)
+    }
+
+    /// Σ_g bias[r, g] · groupSum[t, g].
+    @inline(__always)
+    func biasTerm(row: Int, groupSums: UnsafePointer<Float>) -> Float {
+        let rowBiases = biases + row * groupsPerRow
+        var total: Float = 0
+        for g in 0..<groupsPerRow { total += Half.float(rowBiases[g]) * groupSums[g] }
+        return total
+    }
+
+    @inline(__always)
+    func dot1(row: Int, bits: Int, input: PermutedInput) -> Float {
+        let perWord = 32 / bits
+        let blockElements = 8 * perWord
+        let mask = SIMD8<Int32>(repeating: Int32((1 << bits) - 1))
+        let rowWords = words + row * wordsPerRow * 4
+        let rowScales = scales + row * groupsPerRow
+        let x = UnsafeRawPointer(input.permuted)
+        var accumulator = SIMD8<Float>()
+        for block in 0..<(wordsPerRow / 8) {
+            let packed = SIMD8<Int32>(truncatingIfNeeded: rowWords.loadUnaligned(fromByteOffset: block * 32,
+                                                                                 as: SIMD8<UInt32>.self))
+            let xBlock = x + block * blockElements * 4
+            var blockSum = SIMD8<Float>()
+            for j in 0..<perWord {
+                let q = SIMD8<Float>((packed &>> Int32(j * bits)) & mask)
+                blockSum += q * xBlock.loadUnaligned(fromByteOffset: j * 32, as: SIMD8<Float>.self)
+            }
+            accumulator += blockSum * laneScales(rowScales, block: block, bits: bits)
+        }
+        return accumulator.sum() + biasTerm(row: row, groupSums: input.groupSums)
+    }
+
+    /// Four tokens from `first` (tokens past the end reuse the last one; their sums are dropped).
+    @inline(__always)
+    func dot4(row: Int, bits: Int, input: PermutedInput, first: Int) -> SIMD4<Float> {
+        let perWord = 32 / bits
+        let blockElements = 8 * perWord
+        let mask = SIMD8<Int32>(repeating: Int32((1 << bits) - 1))
+        let rowWords = words + row * wordsPerRow * 4
+        let rowScales = scales + row * groupsPerRow
+        let last = input.tokens - 1
+        let stride = input.columns * 4
+        let x0 = UnsafeRawPointer(input.permuted) + min(first, last) * stride
+        let x1 = UnsafeRawPointer(input.permuted) + min(first + 1, last) * stride
+        let x2 = UnsafeRawPointer(input.permuted) + min(first + 2, last) * stride
+        let x3 = UnsafeRawPointer(input.permuted) + min(first + 3, last) * stride
+        var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), a2 = SIMD8<Float>(), a3 = SIMD8<Float>()
+        for block in 0..<(wordsPerRow / 8) {
+            let packed = SIMD8<Int32>(truncatingIfNeeded: rowWords.loadUnaligned(fromByteOffset: block * 32,
+                                                                                 as: SIMD8<UInt32>.self))
+            let scale = laneScales(rowScales, block: block, bits: bits)
+            let offset = block * blockElements * 4
+            for j in 0..<perWord {
+                let q = SIMD8<Float>((packed &>> Int32(j * bits)) & mask) * scale
+                let o = offset + j * 32
+                a0 += q * x0.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+                a1 += q * x1.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+                a2 += q * x2.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+                a3 += q * x3.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+            }
+        }
+        let sums = input.groupSums
+        let g = input.groupsPerRow
+        return SIMD4(a0.sum() + biasTerm(row: row, groupSums: sums + min(first, last) * g),
+                     a1.sum() + biasTerm(row: row, groupSums: sums + min(first + 1, last) * g),
+                     a2.sum() + biasTerm(row: row, groupSums: sums + min(first + 2, last) * g),
+                     a3.sum() + biasTerm(row: row, groupSums: sums + min(first + 3, last) * g))
+    }
+}
+
+/// Float16 to Float32 from raw bits without F16C instructions: exact for all finite values.
+enum Half {
+    @inline(__always)
+    static func float(_ bits: UInt16) -> Float {
+        let magnitude = Float(bitPattern: UInt32(bits & 0x7FFF) << 13) * 0x1p112
+        return bits & 0x8000 == 0 ? magnitude : -magnitude
+    }
+
+    @inline(__always)
+    static func floats(_ bits: SIMD8<UInt16>) -> SIMD8<Float> {
+        let wide = SIMD8<UInt32>(truncatingIfNeeded: bits)
+        let magnitude = unsafeBitCast((wide & 0x7FFF) &<< 13, to: SIMD8<Float>.self) * 0x1p112
+        let sign = (wide & 0x8000) &<< 16
+        return unsafeBitCast(unsafeBitCast(magnitude, to: SIMD8<UInt32>.self) | sign, to: SIMD8<Float>.self)
+    }
+}

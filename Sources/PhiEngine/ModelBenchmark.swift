@@ -1,0 +1,103 @@
+import Foundation
+import PhiFormats
+import PhiModel
+
+extension RandomWeights {
+    /// Phi-4-mini's shapes: hidden 3072, 32 layers, 24 heads / 8 KV heads of 128, intermediate 8192,
+    /// vocab 200064, partial rotary 0.75 (96 dimensions), tied embeddings, LongRoPE from 4096.
+    public static let phi4MiniConfig = ModelConfig(
+        architecture: .phi3, hiddenSize: 3072, intermediateSize: 8192, layerCount: 32, headCount: 24,
+        kvHeadCount: 8, headDimension: 128, vocabularySize: 200_064, rmsNormEpsilon: 1e-5, ropeTheta: 10000,
+        rotaryDimensions: 96, maxContext: 131_072,
+        longRoPE: .init(shortFactor: .init(repeating: 1, count: 48), longFactor: .init(repeating: 4, count: 48),
+                        originalContext: 4096),
+        tiedEmbeddings: true)
+}
+
+/// `phi-gpu bench model`: prompt processing and generation speed like llama-bench — repeated runs,
+/// mean ± standard deviation, optionally after filling the KV cache to a depth first.
+public enum ModelBenchmark {
+    /// Models whose shapes `--random` synthesizes.
+    public static let presets: [(name: String, config: ModelConfig)] = [
+        ("phi-3.5-mini", RandomWeights.phi35MiniConfig), ("phi-4-mini", RandomWeights.phi4MiniConfig),
+    ]
+
+    /// One test's speeds over the repetitions.
+    public struct Measurement: Sendable, Codable {
+        /// `pp512`, `tg128`, with ` @ d1024` when run at a depth.
+        public var test: String
+        /// "prompt" (one batch of `tokens`) or "generation" (`tokens` single-token steps).
+        public var kind: String
+        public var tokens: Int
+        /// Tokens already in the KV cache when timing starts.
+        public var depth: Int
+        /// Tokens per second of each repetition.
+        public var samples: [Double]
+        public var mean: Double { samples.reduce(0, +) / Double(max(samples.count, 1)) }
+        /// Sample standard deviation (0 for one repetition).
+        public var standardDeviation: Double {
+            guard samples.count > 1 else { return 0 }
+            let m = mean
+            return (samples.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(samples.count - 1)).squareRoot()
+        }
+    }
+
+    /// Times a `promptTokens` prefill and `generationTokens` decode steps (either may be 0), each
+    /// `repetitions` times from a cache filled with `depth` tokens (untimed). One untimed warm-up
+    /// token comes first. `progress` hears "pp512 2/5"-style steps.
+    public static func run(weights: ModelWeights, backend: any InferenceBackend, promptTokens: Int,
+                           generationTokens: Int, depth: Int = 0, repetitions: Int = 5,
+                           progress: (String) -> Void = { _ in }) throws -> [Measurement] {
+        let vocabulary = weights.config.vocabularySize
+        let batch = min(max(promptTokens, 1), 512)
+        let pass = try ForwardPass(weights: weights, backend: backend,
+                                   contextLength: depth + max(promptTokens, generationTokens) + 1, maxBatch: batch)
+        let ids = { (count: Int, salt: Int) in (0..<count).map { Int32((($0 + salt) * 7919 + 13) % vocabulary) } }
+        _ = try pass.forward(tokens: [1], logits: .last)  // warm-up: touches every weight once
+        let clock = ContinuousClock()
+        let suffix = depth > 0 ? " @ d\(depth)" : ""
+        var results: [Measurement] = []
+        if promptTokens > 0 {
+            var measurement = Measurement(test: "pp\(promptTokens)\(suffix)", kind: "prompt", tokens: promptTokens,
+                                          depth: depth, samples: [])
+            for repetition in 0..<repetitions {
+                progress("\(measurement.test) \(repetition + 1)/\(repetitions)")
+                pass.reset()
+                if depth > 0 { _ = try pass.forward(tokens: ids(depth, 1), logits: .last) }
+                let start = clock.now
+                _ = try pass.forward(tokens: ids(promptTokens, 2), logits: .last)
+                measurement.samples.append(Double(promptTokens) / Generator.seconds(clock.now - start))
+            }
+            results.append(measurement)
+        }
+        if generationTokens > 0 {
+            var measurement = Measurement(test: "tg\(generationTokens)\(suffix)", kind: "generation",
+                                          tokens: generationTokens, depth: depth, samples: [])
+            for repetition in 0..<repetitions {
+                progress("\(measurement.test) \(repetition + 1)/\(repetitions)")
+                pass.reset()
+                var token: Int32 = 1
+                if depth > 0 { token = Sampler.argmax(try pass.forward(tokens: ids(depth, 1), logits: .last)) }
+                let start = clock.now
+                for _ in 0..<generationTokens {
+                    token = Sampler.argmax(try pass.forward(tokens: [token], logits: .last))
+                }
+                measurement.samples.append(Double(generationTokens) / Generator.seconds(clock.now - start))
+            }
+            results.append(measurement)
+        }
+        return results
+    }
+
+    /// Bytes of all weights: packed values, scales, biases and norms (a tied head counted once).
+    public static func weightBytes(_ weights: ModelWeights) -> Int {
+        func bytes(_ m: QuantizedMatrix) -> Int { m.packed.byteCount + m.scales.byteCount + m.biases.byteCount }
+        var total = bytes(weights.embedding) + weights.finalNorm.byteCount
+        if !weights.config.tiedEmbeddings { total += bytes(weights.lmHead) }
+        for layer in weights.layers {
+            total += bytes(layer.qkv) + bytes(layer.output) + bytes(layer.gateUp) + bytes(layer.down)
+                + layer.attentionNorm.byteCount + layer.mlpNorm.byteCount
+        }
+        return total
+    }
+}

@@ -1,0 +1,61 @@
+import PhiFormats
+import PhiModel
+import TestSupport
+import XCTest
+@testable import PhiCPU
+
+/// The SIMD quantized products against `CPUReference.matmul`, over bits, group sizes and token counts.
+final class QuantizedKernelTests: XCTestCase {
+    private func check(bits: Int, groupSize: Int, rows: Int, columns: Int, tokens: Int, seed: UInt64,
+                       file: StaticString = #filePath, line: UInt = #line) {
+        var random = SeededRandom(seed: seed)
+        let config = ModelConfig(
+            architecture: .llama, hiddenSize: columns, intermediateSize: 8, layerCount: 0, headCount: 1,
+            kvHeadCount: 1, headDimension: columns, vocabularySize: rows, rmsNormEpsilon: 1e-5, ropeTheta: 1,
+            rotaryDimensions: 0, maxContext: 1, longRoPE: nil, tiedEmbeddings: true)
+        let matrix = RandomWeights.make(config: config, seed: seed, bits: bits, groupSize: groupSize).embedding
+        let x = random.floats(tokens * columns)  // (tokens, columns)
+        let expected = CPUReference.matmul(x, weight: matrix)
+        let scale = expected.map(abs).max() ?? 1
+        for implementation in QuantizedKernels.available {
+            var out = [Float](repeating: .nan, count: tokens * rows)  // (tokens, rows)
+            x.withUnsafeBufferPointer { x in
+                out.withUnsafeMutableBufferPointer { out in
+                    QuantizedKernels.matmul(matrix, x: x.baseAddress!, xStride: columns, tokens: tokens,
+                                            out: out.baseAddress!, outStride: rows, tasks: 2,
+                                            implementation: implementation)
+                }
+            }
+            XCTAssertLessThan(maxAbsoluteDifference(out, expected), 1e-5 * max(scale, 1),
+                              "\(implementation): bits \(bits) group \(groupSize) tokens \(tokens)", file: file, line: line)
+        }
+    }
+
+    func testFourBitMatchesReference() {
+        for (groupSize, tokens) in [(64, 1), (64, 5), (32, 1), (32, 3), (128, 4), (16, 2)] {
+            check(bits: 4, groupSize: groupSize, rows: 37, columns: 256, tokens: tokens, seed: UInt64(groupSize + tokens))
+        }
+    }
+
+    func testEightBitMatchesReference() {
+        for (groupSize, tokens) in [(64, 1), (32, 6), (16, 1), (128, 2)] {
+            check(bits: 8, groupSize: groupSize, rows: 29, columns: 128, tokens: tokens, seed: UInt64(groupSize * tokens))
+        }
+    }
+
+    /// 96 columns is not a whole number of 8-word 4-bit blocks: the plain path must be taken and agree.
+    func testPlainPathForOddWidths() {
+        check(bits: 4, groupSize: 32, rows: 11, columns: 96, tokens: 3, seed: 7)
+    }
+
+    func testHalfConversionIsExact() {
+        for value: Float16 in [0, -0, 1, -2.5, 0.000061, 6e-8, -6e-8, 65504, 0.1, -0.3333] {
+            XCTAssertEqual(Half.float(value.bitPattern), Float(value))
+        }
+        let lanes = SIMD8<UInt16>(Float16(1).bitPattern, Float16(-3).bitPattern, Float16(0.5).bitPattern, 0,
+                                  Float16(6e-8).bitPattern, Float16(-100).bitPattern, Float16(7).bitPattern,
+                                  Float16(0.01).bitPattern)
+        let floats = Half.floats(lanes)
+        for k in 0..<8 { XCTAssertEqual(floats[k], Float(Float16(bitPattern: lanes[k]))) }
+    }
+}
