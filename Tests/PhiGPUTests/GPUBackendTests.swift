@@ -71,7 +71,8 @@ final class GPUBackendTests: XCTestCase {
 
     func testQuantizedMatmulAtManyShapesBothBitWidths() throws {
         let shapes: [(rows: Int, columns: Int, group: Int, tokens: Int)] = [
-            (96, 64, 32, 1), (100, 128, 64, 3), (37, 256, 128, 9), (64, 64, 16, 17), (9216, 3072, 64, 1),
+            (96, 64, 32, 1), (100, 128, 64, 3), (37, 256, 128, 9), (37, 256, 128, 1), (64, 64, 16, 17), (64, 64, 16, 1),
+            (40, 48, 16, 1), (9216, 3072, 64, 1),
         ]
         for bits in [4, 8] {
             for shape in shapes {
@@ -126,6 +127,17 @@ final class GPUBackendTests: XCTestCase {
             let accumulator = try tensor(backend, a, rows: 4)
             try backend.add(try tensor(backend, b, rows: 4), count: 4, into: accumulator)
             assertClose(try backend.read(accumulator, rows: 0..<4), zip(a, b).map(+), relative: 1e-6, "add")
+
+            // A one-token product followed by an add into another tensor: fused into the product.
+            let x = random.floats(config.headCount * config.headDimension)
+            let product = try poisoned(backend, rows: 1, columns: config.hiddenSize)
+            let residual = random.floats(config.hiddenSize)
+            let sum = try tensor(backend, residual, rows: 1)
+            try backend.matmul(try tensor(backend, x, rows: 1), rows: 0..<1, weight: WeightName.attentionOutput(layer: 0), into: product)
+            try backend.add(product, count: 1, into: sum)
+            let expectedProduct = CPUReference.matmul(x, weight: weights.layers[0].output)
+            assertClose(try backend.read(product, rows: 0..<1), expectedProduct, relative: 2e-4, "fused product \(bits)-bit")
+            assertClose(try backend.read(sum, rows: 0..<1), zip(residual, expectedProduct).map(+), relative: 2e-4, "fused add \(bits)-bit")
         }
         try TestGPU.assertNoValidationErrors()
     }

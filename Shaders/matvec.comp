@@ -1,0 +1,110 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Decode product y[r] = Σ_c W[r, c] · x[c] for a few tokens (TOKENS), W quantized (BITS-bit affine
+// groups). Each subgroup computes ROWS consecutive rows; each lane walks the columns in 16-byte
+// blocks of packed weights, loading a block of x once and using it for all ROWS rows, so weight
+// loads dominate and several are in flight per lane. With ACCUMULATE the result is also added into
+// `accumulator` (the residual add fused into the product).
+// Needs columns to be a multiple of 128 / BITS (whole 16-byte blocks per row).
+#include "common.glsl"
+#include "quantized.glsl"
+
+#ifndef ROWS
+#define ROWS 4
+#endif
+#ifndef TOKENS
+#define TOKENS 1
+#endif
+#define BLOCK_VALUES (4 * VALUES_PER_WORD) // values in one 16-byte block
+
+layout(std430, binding = 0) readonly buffer Input { vec4 x[]; };         // (tokens, columns) Float32
+layout(std430, binding = 1) readonly buffer Packed { uvec4 packed[]; };  // (rows, columns · BITS / 128) blocks
+layout(std430, binding = 2) readonly buffer Scales { uint scales[]; };   // (rows, columns / group) Float16 pairs
+layout(std430, binding = 3) readonly buffer Biases { uint biases[]; };   // (rows, columns / group) Float16 pairs
+layout(std430, binding = 4) writeonly buffer Output { float y[]; };      // (tokens, outputStride)
+layout(std430, binding = 5) buffer Accumulator { float accumulator[]; }; // (tokens, outputStride), += y with ACCUMULATE
+
+layout(push_constant) uniform MatvecConstants {
+    uint rows;
+    uint columns;
+    uint tokens;
+    uint input_row;
+    uint group_size;
+    uint output_stride;
+} pc;
+
+// Σ over one word's values of q · x, with x given as VALUES_PER_WORD / 4 vec4s starting at xs[first].
+float word_dot(uint word, vec4 xs[BLOCK_VALUES / 4], uint first) {
+    float total = 0.0;
+    for (uint i = 0; i < VALUES_PER_WORD / 4; ++i) {
+        const vec4 q = vec4(float((word >> (BITS * (4 * i + 0))) & VALUE_MASK), float((word >> (BITS * (4 * i + 1))) & VALUE_MASK),
+                            float((word >> (BITS * (4 * i + 2))) & VALUE_MASK), float((word >> (BITS * (4 * i + 3))) & VALUE_MASK));
+        total += dot(q, xs[first + i]);
+    }
+    return total;
+}
+
+void main() {
+    const uint first_row = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * ROWS;
+    if (first_row >= pc.rows) {
+        return;
+    }
+    const uint blocks_per_row = pc.columns / BLOCK_VALUES;
+    const uint groups_per_row = pc.columns / pc.group_size;
+    const bool block_in_one_group = pc.group_size >= BLOCK_VALUES;
+    float sums[TOKENS][ROWS];
+    for (uint t = 0; t < TOKENS; ++t) {
+        for (uint r = 0; r < ROWS; ++r) {
+            sums[t][r] = 0.0;
+        }
+    }
+    for (uint k = gl_SubgroupInvocationID; k < blocks_per_row; k += gl_SubgroupSize) {
+        const uint column = k * BLOCK_VALUES;
+        uvec4 blocks[ROWS];
+        for (uint r = 0; r < ROWS; ++r) {
+            blocks[r] = first_row + r < pc.rows ? packed[(first_row + r) * blocks_per_row + k] : uvec4(0);
+        }
+        for (uint t = 0; t < TOKENS && t < pc.tokens; ++t) {
+            vec4 xs[BLOCK_VALUES / 4];
+            float x_sums[4];
+            const uint base = (pc.input_row + t) * (pc.columns / 4) + column / 4;
+            for (uint i = 0; i < BLOCK_VALUES / 4; ++i) {
+                xs[i] = x[base + i];
+            }
+            for (uint w = 0; w < 4; ++w) {
+                float s = 0.0;
+                for (uint i = 0; i < VALUES_PER_WORD / 4; ++i) {
+                    s += dot(vec4(1.0), xs[w * (VALUES_PER_WORD / 4) + i]);
+                }
+                x_sums[w] = s;
+            }
+            for (uint r = 0; r < ROWS; ++r) {
+                const uint row_group = (first_row + r) * groups_per_row;
+                if (block_in_one_group) {
+                    const uint g = row_group + column / pc.group_size;
+                    const float dots = word_dot(blocks[r].x, xs, 0) + word_dot(blocks[r].y, xs, VALUES_PER_WORD / 4)
+                                     + word_dot(blocks[r].z, xs, 2 * (VALUES_PER_WORD / 4)) + word_dot(blocks[r].w, xs, 3 * (VALUES_PER_WORD / 4));
+                    sums[t][r] += HALF_AT(scales, g) * dots + HALF_AT(biases, g) * (x_sums[0] + x_sums[1] + x_sums[2] + x_sums[3]);
+                } else {
+                    for (uint w = 0; w < 4; ++w) {
+                        const uint g = row_group + (column + w * VALUES_PER_WORD) / pc.group_size;
+                        sums[t][r] += HALF_AT(scales, g) * word_dot(blocks[r][w], xs, w * (VALUES_PER_WORD / 4))
+                                    + HALF_AT(biases, g) * x_sums[w];
+                    }
+                }
+            }
+        }
+    }
+    for (uint t = 0; t < TOKENS && t < pc.tokens; ++t) {
+        for (uint r = 0; r < ROWS; ++r) {
+            const float total = subgroupAdd(sums[t][r]);
+            if (subgroupElect() && first_row + r < pc.rows) {
+                const uint index = t * pc.output_stride + first_row + r;
+                y[index] = total;
+#ifdef ACCUMULATE
+                accumulator[index] += total;
+#endif
+            }
+        }
+    }
+}
