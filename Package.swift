@@ -43,7 +43,8 @@ let package = Package(
         .target(
             name: "PhiHub",
             dependencies: [.product(name: "AsyncHTTPClient", package: "async-http-client")]),
-        .target(name: "CPhiCPU"),
+        // Optimised even in debug builds, so tests run the CPU backend at a usable speed.
+        .target(name: "CPhiCPU", cSettings: [.unsafeFlags(["-O2"])]),
         .target(name: "PhiCPU", dependencies: ["PhiModel", "CPhiCPU"]),
         .target(name: "PhiGPU", dependencies: ["PhiModel", "VulkanKit", "PhiShaders"]),
         .target(name: "PhiEngine", dependencies: ["PhiModel", "PhiHub", "PhiCPU", "PhiGPU"]),

@@ -1,17 +1,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Causal grouped-query attention, flash style: one workgroup per (token, head) walks the cached keys
-// in blocks of the workgroup size with an online softmax, so any context length fits.
+// Causal grouped-query attention, flash style: a workgroup walks a range of cached keys in blocks
+// of the workgroup size with an online softmax, so any context length fits.
+// Without SPLIT: one workgroup per (token, head) over all its keys; writes the output.
+// With SPLIT (decode): workgroups (chunk, head, token) each take `chunk_size` keys and write their
+// partial result (max, sum, unnormalised output) for attention_merge.comp to combine.
 #include "common.glsl"
 #include "reduce.glsl"
+#include "kv_cache.glsl"
 
 #define MAX_HEAD_DIM 256
 #define MAX_PER_THREAD 8
 
 layout(std430, binding = 0) readonly buffer Queries { float queries[]; }; // (count, heads · headDim)
-layout(std430, binding = 1) readonly buffer Keys { float keys[]; };       // (kvHeads, context, headDim)
-layout(std430, binding = 2) readonly buffer Values { float values[]; };   // (kvHeads, context, headDim)
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };       // (count, heads · headDim)
+KV_CACHE_BUFFERS(readonly, 1, 2)                                          // (kvHeads, context, headDim) each
+layout(std430, binding = 3) writeonly buffer Output { float y[]; };       // (count, heads · headDim), or with SPLIT
+                                                                          // (count, heads, chunks, headDim + 2)
 layout(std430, binding = 4) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
 
 layout(push_constant) uniform AttentionConstants {
@@ -21,7 +25,9 @@ layout(push_constant) uniform AttentionConstants {
     uint kv_heads;
     uint head_dim;
     uint context;
-    float scale; // 1 / sqrt(headDim)
+    float scale;        // 1 / sqrt(headDim)
+    uint chunk_size;    // keys per workgroup with SPLIT
+    uint chunks;        // workgroups per (token, head) with SPLIT
 } pc;
 
 shared float query[MAX_HEAD_DIM];
@@ -42,8 +48,14 @@ float workgroup_max(float value) {
 }
 
 void main() {
+#ifdef SPLIT
+    const uint chunk = gl_WorkGroupID.x;
+    const uint head = gl_WorkGroupID.y;
+    const uint t = gl_WorkGroupID.z;
+#else
     const uint t = gl_WorkGroupID.x;
     const uint head = gl_WorkGroupID.y;
+#endif
     const uint lane = gl_LocalInvocationID.x;
     const uint width = gl_WorkGroupSize.x;
     const uint kv_head = head / (pc.heads / pc.kv_heads);
@@ -54,6 +66,13 @@ void main() {
     barrier();
 
     const uint last = parameters[pc.position_slot] + t; // attends to positions 0...last
+#ifdef SPLIT
+    const uint begin = chunk * pc.chunk_size;
+    const uint end = min(last + 1, begin + pc.chunk_size);
+#else
+    const uint begin = 0;
+    const uint end = last + 1;
+#endif
     const uint cache_base = kv_head * pc.context * pc.head_dim;
     float running_max = -1.0 / 0.0;
     float running_sum = 0.0;
@@ -61,40 +80,54 @@ void main() {
     for (uint i = 0; i < MAX_PER_THREAD; ++i) {
         accumulators[i] = 0.0;
     }
-    for (uint block = 0; block <= last; block += width) {
+    for (uint block = begin; block < end; block += width) {
         const uint j = block + lane;
         float score = -1.0 / 0.0;
-        if (j <= last) {
+        if (j < end) {
             float dot_qk = 0.0;
             const uint k_base = cache_base + j * pc.head_dim;
-            for (uint d = 0; d < pc.head_dim; ++d) {
-                dot_qk += query[d] * keys[k_base + d];
+            for (uint d = 0; d < pc.head_dim; d += 2) {
+                dot_qk += query[d] * KV_LOAD(keys, k_base + d) + query[d + 1] * KV_LOAD(keys, k_base + d + 1);
             }
             score = dot_qk * pc.scale;
         }
         const float new_max = max(running_max, workgroup_max(score));
-        const float p = j <= last ? exp(score - new_max) : 0.0;
+        const float p = j < end ? exp(score - new_max) : 0.0;
         weights[lane] = p;
         const float correction = exp(running_max - new_max);
         running_sum = running_sum * correction + workgroup_sum(p); // workgroup_sum's barriers publish weights
         running_max = new_max;
-        const uint keys_in_block = min(width, last + 1 - block);
+        const uint keys_in_block = min(width, end - block);
         for (uint i = 0; i < MAX_PER_THREAD; ++i) {
             const uint d = lane + i * width;
             if (d < pc.head_dim) {
                 float acc = accumulators[i] * correction;
                 for (uint k = 0; k < keys_in_block; ++k) {
-                    acc += weights[k] * values[cache_base + (block + k) * pc.head_dim + d];
+                    acc += weights[k] * KV_LOAD(values, cache_base + (block + k) * pc.head_dim + d);
                 }
                 accumulators[i] = acc;
             }
         }
         barrier();
     }
+#ifdef SPLIT
+    const uint partial = ((t * pc.heads + head) * pc.chunks + chunk) * (pc.head_dim + 2);
+    for (uint i = 0; i < MAX_PER_THREAD; ++i) {
+        const uint d = lane + i * width;
+        if (d < pc.head_dim) {
+            y[partial + d] = accumulators[i];
+        }
+    }
+    if (lane == 0) {
+        y[partial + pc.head_dim] = running_max;
+        y[partial + pc.head_dim + 1] = running_sum;
+    }
+#else
     for (uint i = 0; i < MAX_PER_THREAD; ++i) {
         const uint d = lane + i * width;
         if (d < pc.head_dim) {
             y[q_base + d] = accumulators[i] / running_sum;
         }
     }
+#endif
 }

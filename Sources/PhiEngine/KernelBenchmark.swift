@@ -22,11 +22,14 @@ public enum KernelBenchmark {
         public var relativeError: Double
     }
 
-    /// The products of one layer and the LM head, for `tokens` tokens (1 = decode).
+    /// The products of a layer and the LM head, for `tokens` tokens (1 = decode). Timed calls cycle
+    /// through the products of `layers` layers, so the weights are read from memory, not from a
+    /// cache that would hold one layer's matrix (50 MB of L2 on an H100).
     public static func run(config: ModelConfig, backend: any InferenceBackend, tokensList: [Int] = [1, 512],
-                           bandwidth: Double?, iterations: (Int) -> Int = { $0 == 1 ? 200 : 10 }) throws -> [Row] {
+                           bandwidth: Double?, layers: Int = 4,
+                           iterations: (Int) -> Int = { $0 == 1 ? 200 : 10 }) throws -> [Row] {
         var oneLayer = config
-        oneLayer.layerCount = 1
+        oneLayer.layerCount = layers
         let weights = RandomWeights.make(config: oneLayer, seed: 42)
         let maxTokens = tokensList.max() ?? 1
         try backend.prepare(weights: weights, contextLength: maxTokens + 1,
@@ -36,7 +39,14 @@ public enum KernelBenchmark {
         let gateUp = try backend.makeTensor(rows: maxTokens, columns: 2 * config.intermediateSize)
         let gated = try backend.makeTensor(rows: maxTokens, columns: config.intermediateSize)
         let attentionInput = try backend.makeTensor(rows: maxTokens, columns: config.headCount * config.headDimension)
-        let output = try backend.makeTensor(rows: maxTokens, columns: max(config.qkvRows, 2 * config.intermediateSize, config.vocabularySize))
+        let projected = try backend.makeTensor(rows: maxTokens, columns: config.hiddenSize)
+        var outputs: [Int: BackendTensor] = [:]  // by width: (maxTokens, rows of the product)
+        func output(width: Int) throws -> BackendTensor {
+            if let made = outputs[width] { return made }
+            let made = try backend.makeTensor(rows: maxTokens, columns: width)
+            outputs[width] = made
+            return made
+        }
 
         // Realistic activations: embedded tokens, normalised, through gate·up and SiLU.
         let ids = (0..<maxTokens).map { Int32(($0 * 7919 + 13) % config.vocabularySize) }
@@ -44,16 +54,25 @@ public enum KernelBenchmark {
         try backend.rmsNorm(hidden, weight: .attentionNorm(layer: 0), count: maxTokens, into: normed)
         try backend.matmul(normed, rows: 0..<maxTokens, weight: .gateUp(layer: 0), into: gateUp)
         try backend.siluGate(gateUp, count: maxTokens, into: gated)
-        try backend.matmul(normed, rows: 0..<maxTokens, weight: .attentionOutput(layer: 0), into: attentionInput)
+        // The attention output's input: the down product of those activations, normalised.
+        try backend.matmul(gated, rows: 0..<maxTokens, weight: .down(layer: 0), into: projected)
+        if attentionInput.columns == config.hiddenSize {
+            try backend.rmsNorm(projected, weight: .mlpNorm(layer: 0), count: maxTokens, into: attentionInput)
+        }
 
-        let products: [(String, WeightName, BackendTensor)] = [
-            ("qkv", .qkv(layer: 0), normed), ("attention output", .attentionOutput(layer: 0), attentionInput),
-            ("gate·up", .gateUp(layer: 0), normed), ("down", .down(layer: 0), gated), ("lm head", .lmHead, normed),
+        let products: [(String, (Int) -> WeightName, BackendTensor)] = [
+            ("qkv", { .qkv(layer: $0 % layers) }, normed),
+            ("attention output", { .attentionOutput(layer: $0 % layers) }, attentionInput),
+            ("gate·up", { .gateUp(layer: $0 % layers) }, normed), ("down", { .down(layer: $0 % layers) }, gated),
+            ("lm head", { _ in .lmHead }, normed),
         ]
         var rows: [Row] = []
         for tokens in tokensList {
-            for (name, weight, input) in products {
+            for (name, weightOf, input) in products {
+                let weight = weightOf(0)
                 guard let matrix = weights.matrix(weight) else { continue }
+                guard input.columns == matrix.columns else { continue }
+                let output = try output(width: matrix.rows)
                 // Check first: the backend's output against the CPU reference on the same input.
                 try backend.matmul(input, rows: 0..<tokens, weight: weight, into: output)
                 let got = try backend.read(output, rows: 0..<1)
@@ -68,8 +87,8 @@ public enum KernelBenchmark {
                 let count = iterations(tokens)
                 let clock = ContinuousClock()
                 let start = clock.now
-                for _ in 0..<count {
-                    try backend.matmul(input, rows: 0..<tokens, weight: weight, into: output)
+                for call in 0..<count {
+                    try backend.matmul(input, rows: 0..<tokens, weight: weightOf(call), into: output)
                 }
                 _ = try backend.read(output, rows: 0..<1)
                 let seconds = Generator.seconds(clock.now - start) / Double(count)

@@ -21,8 +21,12 @@ public final class GPUBackend: InferenceBackend {
     private var contextLength = 0
     private var matrices: [WeightName: GPUMatrix] = [:]
     private var norms: [WeightName: Buffer] = [:]    // (hiddenSize) Float32 each
-    private var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float32
-    private var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float32
+    private var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float16
+    private var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float16
+    private var partials: Buffer?                     // (splitTokens, heads, chunks, headDim + 2) Float32: split attention
+    private var attentionChunkSize = 0
+    private var attentionChunks = 0
+    private let splitTokens = 4                       // queries up to this many use split (decode) attention
     private var cosines: Buffer?                      // (contextLength, rotary / 2) Float32, scaled
     private var sines: Buffer?                        // (contextLength, rotary / 2) Float32, scaled
     private var rotaryDimensions = 0
@@ -68,7 +72,10 @@ public final class GPUBackend: InferenceBackend {
         let matrixBytes = names.filter { !(tied && $0 == .lmHead) }.reduce(0) { total, name in
             total + (weights.matrix(name).map(GPUMatrix.byteCount(of:)) ?? 0)
         }
-        let cacheBytes = 2 * config.layerCount * config.kvHeadCount * contextLength * config.headDimension * 4
+        guard config.headDimension % 2 == 0 else {
+            throw BackendError.unsupportedWeight(name: "attention", reason: "odd head dimension \(config.headDimension)")
+        }
+        let cacheBytes = 2 * config.layerCount * config.kvHeadCount * contextLength * config.headDimension * 2
         let ropeBytes = 2 * contextLength * (rotary.rotaryDimensions / 2) * 4
         let normBytes = (2 * config.layerCount + 1) * config.hiddenSize * 4
         let activationBytes = 64 * (4 * config.hiddenSize + config.qkvRows + 3 * config.intermediateSize + config.vocabularySize) * 4
@@ -102,7 +109,7 @@ public final class GPUBackend: InferenceBackend {
             norms[name] = buffer
         }
 
-        let layerCacheBytes = config.kvHeadCount * contextLength * config.headDimension * 4
+        let layerCacheBytes = config.kvHeadCount * contextLength * config.headDimension * 2
         keyCache = try (0..<config.layerCount).map {
             try Buffer(device: context.device, byteCount: layerCacheBytes, location: .deviceLocal, label: "layers.\($0).keys")
         }
@@ -121,6 +128,13 @@ public final class GPUBackend: InferenceBackend {
         cosines = try context.buffer(copying: cosineTable, label: "rope cosines")
         sines = try context.buffer(copying: sineTable, label: "rope sines")
         rotaryDimensions = rotary.rotaryDimensions
+        // Split attention: at most 64 chunks, each a multiple of the workgroup size.
+        let width = context.workgroupSize
+        attentionChunkSize = max(width, (contextLength + 63) / 64 + width - 1) / width * width
+        attentionChunks = (contextLength + attentionChunkSize - 1) / attentionChunkSize
+        partials = try Buffer(device: context.device,
+                              byteCount: splitTokens * config.headCount * attentionChunks * (config.headDimension + 2) * 4,
+                              location: .deviceLocal, label: "attention partials")
         tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostVisible, label: "tokens")
         self.config = config
         self.contextLength = contextLength
@@ -186,13 +200,18 @@ public final class GPUBackend: InferenceBackend {
             case (_, true): ShaderLibrary.matvecAddQ8
             }
             let subgroupsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
-            let rowsPerGroup = subgroupsPerGroup * 4  // ROWS = 4 in the variants
+            let rowsPerGroup = subgroupsPerGroup * 2  // ROWS = 2 in the variants
             let pipeline = try context.pipeline(shader, bindings: 6, pushConstantSize: MemoryLayout<MatmulConstants>.size,
                                                 specialization: [UInt32(subgroupsPerGroup * subgroup)])
             let target = try accumulator.map { try gpu($0).buffer } ?? gpu(out).buffer
             try dispatch(pipeline, bindings + [BufferBinding(target)], constants,
                          groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, 1, 1))
             lastProduct = accumulator == nil ? QueuedProduct(index: pending.count - 1, x: x, rows: rows, weight: weight, out: out) : nil
+            return
+        }
+        if try queuePrefillMatmul(x, rows: rows, weight: w, into: out) {
+            lastProduct = nil
+            if let accumulator { try queueAdd(out, count: rows.count, into: accumulator) }
             return
         }
         let tokensPerGroup = 8
@@ -213,7 +232,7 @@ public final class GPUBackend: InferenceBackend {
         let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 7, pushConstantSize: MemoryLayout<RopeConstants>.size,
                                             specialization: [256])
         let slot = try parameterSlot(UInt32(startPosition))
-        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension
+        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension / 2
         try dispatch(pipeline, [BufferBinding(try gpu(qkv).buffer), BufferBinding(cosines), BufferBinding(sines),
                                 BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer]),
                                 BufferBinding(parameters)],
@@ -230,15 +249,26 @@ public final class GPUBackend: InferenceBackend {
         guard config.headDimension <= min(256, 8 * width) else {
             throw BackendError.unsupportedWeight(name: "attention", reason: "head dimension \(config.headDimension) above 256")
         }
-        let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                            specialization: [UInt32(width)])
+        let split = count <= splitTokens
+        let pipeline = try context.pipeline(split ? ShaderLibrary.attentionSplit : ShaderLibrary.attention, bindings: 5,
+                                            pushConstantSize: MemoryLayout<AttentionConstants>.size, specialization: [UInt32(width)])
         let slot = try parameterSlot(UInt32(startPosition))
+        guard let partials else { throw BackendError.notPrepared }
+        let target = split ? partials : try gpu(out).buffer
         try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]),
-                                BufferBinding(valueCache[layer]), BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
+                                BufferBinding(valueCache[layer]), BufferBinding(target), BufferBinding(parameters)],
                      AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
                                         kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
-                                        context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot()),
-                     groups: (count, config.headCount, 1))
+                                        context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot(),
+                                        chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks)),
+                     groups: split ? (attentionChunks, config.headCount, count) : (count, config.headCount, 1))
+        guard split else { return }
+        let merge = try context.pipeline(ShaderLibrary.attentionMerge, bindings: 2,
+                                         pushConstantSize: MemoryLayout<MergeConstants>.size, specialization: [64])
+        try dispatch(merge, [BufferBinding(partials), BufferBinding(try gpu(out).buffer)],
+                     MergeConstants(count: UInt32(count), heads: UInt32(config.headCount),
+                                    headDimension: UInt32(config.headDimension), chunks: UInt32(attentionChunks)),
+                     groups: (count * config.headCount, 1, 1))
     }
 
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
@@ -282,7 +312,7 @@ public final class GPUBackend: InferenceBackend {
                      ElementwiseConstants(count: UInt32(count), width: UInt32(width)), groups: ((count * width + 255) / 256, 1, 1))
     }
 
-    private func dispatch<Constants>(_ pipeline: ComputePipeline, _ buffers: [BufferBinding], _ constants: Constants,
+    func dispatch<Constants>(_ pipeline: ComputePipeline, _ buffers: [BufferBinding], _ constants: Constants,
                                      groups: (Int, Int, Int)) throws {
         lastProduct = nil
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
@@ -338,7 +368,7 @@ public final class GPUBackend: InferenceBackend {
         return matrix
     }
 
-    private func gpu(_ tensor: BackendTensor) throws -> GPUTensor {
+    func gpu(_ tensor: BackendTensor) throws -> GPUTensor {
         guard let tensor = tensor as? GPUTensor else {
             throw BackendError.unsupportedWeight(name: "tensor", reason: "not made by the GPU backend")
         }

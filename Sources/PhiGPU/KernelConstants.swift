@@ -48,6 +48,16 @@ struct AttentionConstants {
     var headDimension: UInt32
     var context: UInt32
     var scale: Float
+    var chunkSize: UInt32
+    var chunks: UInt32
+}
+
+/// `MergeConstants` of Shaders/attention_merge.comp.
+struct MergeConstants {
+    var count: UInt32
+    var heads: UInt32
+    var headDimension: UInt32
+    var chunks: UInt32
 }
 
 /// Every shader variant with the size of the Swift struct it is given as push constants.
@@ -59,12 +69,18 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.matvecAddQ8, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matmulQ4, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matmulQ8, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matmulTiledQ4, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matmulTiledQ8, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matmulCoopmatQ4, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matmulCoopmatQ8, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.embedQ4, MemoryLayout<EmbedConstants>.size),
     (ShaderLibrary.embedQ8, MemoryLayout<EmbedConstants>.size),
     (ShaderLibrary.add, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.siluGate, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
+    (ShaderLibrary.attentionSplit, MemoryLayout<AttentionConstants>.size),
+    (ShaderLibrary.attentionMerge, MemoryLayout<MergeConstants>.size),
     (ShaderLibrary.streamRead, MemoryLayout<StreamReadConstants>.size),
 ]
 

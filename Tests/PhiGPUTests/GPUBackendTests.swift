@@ -10,7 +10,8 @@ import XCTest
 /// Every GPU operation against the CPU reference (`CPUReference`) on fresh random inputs (seeded from
 /// the clock; the seed is printed on failure), output buffers poisoned with NaN first.
 /// Tolerances: elementwise operations 1e-5 (relative to the largest output, at least 1);
-/// products and attention 2e-4 relative (float32 sums in a different order).
+/// products 2e-4 relative (float32 sums in a different order); attention 3e-3 relative (the GPU's
+/// KV cache holds Float16).
 final class GPUBackendTests: XCTestCase {
     let seed = UInt64(Date().timeIntervalSince1970 * 1000)
     lazy var random = SeededRandom(seed: seed)
@@ -145,15 +146,23 @@ final class GPUBackendTests: XCTestCase {
     /// RoPE into the cache and attention, for a prompt (prefill) then single tokens (decode), past one
     /// workgroup's worth of keys, in both RoPE regimes (short factors at 512, long at 1024).
     func testRopeCacheAndAttentionForPrefillAndDecode() throws {
-        for contextLength in [512, 1024] {
-            let (backend, weights, rotary) = try backend(contextLength: contextLength)
+        // The small GQA shape in both RoPE regimes, then Phi-3.5-mini's heads (32 × 96, all rotated)
+        // and Phi-4-mini's (24 on 8 kv heads × 128, 96 rotated).
+        var phi35Heads = Self.smallConfig
+        (phi35Heads.headCount, phi35Heads.kvHeadCount, phi35Heads.headDimension, phi35Heads.rotaryDimensions) = (32, 32, 96, 96)
+        phi35Heads.longRoPE = ModelConfig.LongRoPE(shortFactor: (0..<48).map { 1 + Float($0) / 48 },
+                                                   longFactor: (0..<48).map { 1 + Float($0) }, originalContext: 256)
+        var phi4Heads = phi35Heads
+        (phi4Heads.headCount, phi4Heads.kvHeadCount, phi4Heads.headDimension) = (24, 8, 128)
+        for (config, contextLength) in [(Self.smallConfig, 512), (Self.smallConfig, 1024), (phi35Heads, 400), (phi4Heads, 400)] {
+            let (backend, weights, rotary) = try backend(config: config, contextLength: contextLength)
             let c = weights.config
             let width = c.headCount * c.headDimension
             let kvWidth = c.kvHeadCount * c.headDimension
             var keys: [Float] = []    // (positions, kvHeads, headDim) rotated
             var values: [Float] = []  // (positions, kvHeads, headDim)
             var position = 0
-            for count in [7, 1, 300, 1] {
+            for count in [7, 1, 3, 300, 1] {
                 let qkvValues = random.floats(count * c.qkvRows, in: -2...2)
                 let qkv = try tensor(backend, qkvValues, rows: count)
                 let queries = try poisoned(backend, rows: count, columns: width)
@@ -175,7 +184,7 @@ final class GPUBackendTests: XCTestCase {
                                                                 kvHeadCount: c.kvHeadCount, headDimension: c.headDimension)
                 }
                 assertClose(gotQueries, expectedQueries, relative: 1e-5, "rope at \(position)+\(count), ctx \(contextLength)")
-                assertClose(gotAttention, expectedAttention, relative: 2e-4, "attention at \(position)+\(count), ctx \(contextLength)")
+                assertClose(gotAttention, expectedAttention, relative: 3e-3, "attention at \(position)+\(count), ctx \(contextLength)")
                 position += count
             }
         }

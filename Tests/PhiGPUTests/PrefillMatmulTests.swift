@@ -1,0 +1,218 @@
+import Foundation
+import PhiCPU
+import PhiFormats
+@testable import PhiGPU
+import PhiModel
+import PhiShaders
+import TestSupport
+import VulkanKit
+import XCTest
+
+/// The tiled prefill products (Shaders/matmul_tiled.comp, matmul_coopmat.comp) against
+/// `CPUReference.matmul` on seeded random weights and inputs, outputs poisoned with NaN first.
+/// Tolerances, relative to the largest output magnitude (at least 1): the Float32 kernels 1e-4
+/// (the same products summed in another order); the cooperative-matrix kernel, which rounds x and
+/// W to Float16, 1e-2 (it runs only where VK_NV_cooperative_matrix is offered, never on llvmpipe).
+final class PrefillMatmulTests: XCTestCase {
+    let seed = UInt64(Date().timeIntervalSince1970 * 1000)
+    lazy var random = SeededRandom(seed: seed)
+
+    /// A random matrix and its raw arrays (so tests can cut rows out of it).
+    struct RandomMatrix {
+        var matrix: QuantizedMatrix
+        var packed: [UInt32]   // (rows, columns · bits / 32)
+        var scales: [Float16]  // (rows, columns / groupSize)
+        var biases: [Float16]  // (rows, columns / groupSize)
+
+        init(rows: Int, columns: Int, bits: Int, groupSize: Int, packed: [UInt32], scales: [Float16], biases: [Float16]) {
+            (self.packed, self.scales, self.biases) = (packed, scales, biases)
+            matrix = QuantizedMatrix(rows: rows, columns: columns, bits: bits, groupSize: groupSize,
+                                     packed: TensorStorage(copying: packed), scales: TensorStorage(copying: scales),
+                                     biases: TensorStorage(copying: biases))
+        }
+
+        /// The matrix of rows `selected` only.
+        func rows(_ selected: [Int]) -> QuantizedMatrix {
+            let m = matrix
+            let words = m.wordsPerRow, groups = m.groupsPerRow
+            return RandomMatrix(rows: selected.count, columns: m.columns, bits: m.bits, groupSize: m.groupSize,
+                                packed: selected.flatMap { packed[($0 * words)..<(($0 + 1) * words)] },
+                                scales: selected.flatMap { scales[($0 * groups)..<(($0 + 1) * groups)] },
+                                biases: selected.flatMap { biases[($0 * groups)..<(($0 + 1) * groups)] }).matrix
+        }
+    }
+
+    func randomMatrix(rows: Int, columns: Int, bits: Int, groupSize: Int) -> RandomMatrix {
+        let packed = (0..<(rows * columns * bits / 32)).map { _ in UInt32.random(in: .min ... .max, using: &random) }
+        let groups = rows * columns / groupSize
+        let scales = (0..<groups).map { _ in Float16(Float.random(in: 0.002...0.02, using: &random)) }
+        let biases = (0..<groups).map { _ in Float16(Float.random(in: -0.1...0.1, using: &random)) }
+        return RandomMatrix(rows: rows, columns: columns, bits: bits, groupSize: groupSize,
+                            packed: packed, scales: scales, biases: biases)
+    }
+
+    /// The variants to test on this device, with their tolerance.
+    func variantsToTest(bits: Int, device: Device) -> [(PrefillKernel, Float)] {
+        PrefillKernel.Kind.allCases
+            .map { PrefillKernel.variant($0, bits: bits) }
+            .filter { $0.runs(on: device) }
+            .map { ($0, $0.kind == .cooperativeMatrix ? 1e-2 : 1e-4) }
+    }
+
+    func assertClose(_ got: [Float], _ expected: [Float], relative: Float, _ what: String,
+                     file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
+        XCTAssertFalse(got.contains { $0.isNaN }, "\(what): NaN (unwritten) outputs; random seed \(seed)", file: file, line: line)
+        let scale = max(1, expected.map(abs).max() ?? 1)
+        let difference = maxAbsoluteDifference(got, expected)
+        XCTAssertLessThanOrEqual(difference, relative * scale, "\(what): max difference \(difference); random seed \(seed)",
+                                 file: file, line: line)
+    }
+
+    /// Runs `kernel` on rows `tokens` of x (inputRows, columns) into an output of `outputColumns`
+    /// columns; returns the output's first `matrix.rows` columns of each token.
+    func runKernel(_ kernel: PrefillKernel, backend: GPUBackend, matrix: QuantizedMatrix, x: [Float], inputRows: Int,
+                   tokens: Range<Int>, outputColumns: Int) throws -> [Float] {
+        let weight = try GPUMatrix(matrix, name: "test weight", context: backend.context) { _ in }
+        let input = try XCTUnwrap(try backend.makeTensor(rows: inputRows, columns: matrix.columns) as? GPUTensor)
+        try input.buffer.upload(x)
+        let out = try XCTUnwrap(try backend.makeTensor(rows: tokens.count, columns: outputColumns) as? GPUTensor)
+        try out.buffer.fill(poison)
+        try backend.queuePrefillMatmul(input, rows: tokens, weight: weight, into: out, kernel: kernel)
+        let all = try backend.read(out, rows: 0..<tokens.count)
+        return (0..<tokens.count).flatMap { all[($0 * outputColumns)..<($0 * outputColumns + matrix.rows)] }
+    }
+
+    /// Edges in every direction (tokens and rows not multiples of any tile, 96 columns = 3 steps
+    /// of 32), every group size, both bit widths, a slice of x, and an output wider than W.
+    func testEveryVariantMatchesTheCPUReferenceAtOddShapes() throws {
+        let backend = try GPUBackend(context: try TestGPU.context())
+        let shapes: [(rows: Int, columns: Int, group: Int, tokens: Int)] = [
+            (37, 96, 32, 9), (37, 96, 32, 100), (64, 128, 64, 64), (130, 256, 128, 100), (100, 64, 32, 512),
+        ]
+        for bits in [4, 8] {
+            for (kernel, tolerance) in variantsToTest(bits: bits, device: backend.context.device) {
+                for shape in shapes {
+                    let weight = randomMatrix(rows: shape.rows, columns: shape.columns, bits: bits, groupSize: shape.group)
+                    let x = random.floats(shape.tokens * shape.columns, in: -2...2)
+                    let got = try runKernel(kernel, backend: backend, matrix: weight.matrix, x: x, inputRows: shape.tokens,
+                                            tokens: 0..<shape.tokens, outputColumns: shape.rows)
+                    assertClose(got, CPUReference.matmul(x, weight: weight.matrix), relative: tolerance,
+                                "\(kernel.kind) \(bits)-bit \(shape)")
+                }
+                // Rows 3 ..< 103 of x into an output of 50 columns (40 rows of W): input_row and output_stride.
+                let weight = randomMatrix(rows: 40, columns: 64, bits: bits, groupSize: 32)
+                let x = random.floats(110 * 64)
+                let got = try runKernel(kernel, backend: backend, matrix: weight.matrix, x: x, inputRows: 110,
+                                        tokens: 3..<103, outputColumns: 50)
+                assertClose(got, CPUReference.matmul(Array(x[(3 * 64)..<(103 * 64)]), weight: weight.matrix),
+                            relative: tolerance, "\(kernel.kind) \(bits)-bit, rows 3..<103 of x, output stride 50")
+            }
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    /// Phi-3.5-mini's qkv product (9216 × 3072) for 64 tokens; the reference is computed for every
+    /// 97th row and the last (the scalar reference of all rows would take minutes in a debug build).
+    func testPhi35QKVShapeFor64Tokens() throws {
+        let backend = try GPUBackend(context: try TestGPU.context())
+        let (rows, columns, tokens) = (9216, 3072, 64)
+        let sampled = Array(stride(from: 0, to: rows, by: 97)) + [rows - 1]
+        for bits in [4, 8] {
+            let weight = randomMatrix(rows: rows, columns: columns, bits: bits, groupSize: 64)
+            let x = random.floats(tokens * columns)
+            let expected = CPUReference.matmul(x, weight: weight.rows(sampled))
+            for (kernel, tolerance) in variantsToTest(bits: bits, device: backend.context.device) {
+                let got = try runKernel(kernel, backend: backend, matrix: weight.matrix, x: x, inputRows: tokens,
+                                        tokens: 0..<tokens, outputColumns: rows)
+                let gotSampled = (0..<tokens).flatMap { t in sampled.map { got[t * rows + $0] } }
+                assertClose(gotSampled, expected, relative: tolerance, "\(kernel.kind) \(bits)-bit 9216x3072, 64 tokens")
+            }
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    /// `GPUBackend.matmul` itself: products of more than 8 tokens go to the kernel `choose` picks.
+    func testBackendMatmulOfManyTokensMatchesTheCPUReference() throws {
+        for (bits, tokens) in [(4, 9), (8, 100)] {
+            let weight = randomMatrix(rows: 96, columns: 64, bits: bits, groupSize: 32)
+            var weights = RandomWeights.make(config: GPUBackendTests.smallConfig, seed: random.next(), bits: bits, groupSize: 16)
+            weights.layers[0].qkv = weight.matrix
+            let backend = try GPUBackend(context: try TestGPU.context())
+            let config = weights.config
+            try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
+            let x = random.floats(tokens * 64)
+            let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 64) as? GPUTensor)
+            try input.buffer.upload(x)
+            let out = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
+            try out.buffer.fill(poison)
+            try backend.matmul(input, rows: 0..<tokens, weight: .qkv(layer: 0), into: out)
+            let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, device: backend.context.device))
+            assertClose(try backend.read(out, rows: 0..<tokens), CPUReference.matmul(x, weight: weight.matrix),
+                        relative: kernel.kind == .cooperativeMatrix ? 1e-2 : 1e-4, "backend matmul \(bits)-bit, \(tokens) tokens")
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    /// The choice: by the device's features, never its name; PHI_GPU_PREFILL overrides it, and a
+    /// kernel that is unknown or cannot run is a clear error.
+    func testKernelChoiceFollowsTheDeviceFeaturesAndTheOverride() throws {
+        let device = try TestGPU.context().device
+        let none: [String: String] = [:]
+        XCTAssertNil(try PrefillKernel.choose(tokens: 8, bits: 4, device: device, environment: none),
+                     "8 tokens or fewer stay with matmul.comp")
+        let chosen = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, device: device, environment: none))
+        let cooperative = device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32
+        XCTAssertEqual(chosen.kind == .cooperativeMatrix, cooperative, "cooperative matrices exactly where the device offers them")
+        XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4" : "matmulTiledQ4")
+        XCTAssertNil(try PrefillKernel.choose(tokens: 512, bits: 8, device: device,
+                                              environment: [PrefillKernel.environmentVariable: "general"]))
+        let forced = try PrefillKernel.choose(tokens: 512, bits: 8, device: device,
+                                              environment: [PrefillKernel.environmentVariable: "tiled"])
+        XCTAssertEqual(forced?.shader.name, "matmulTiledQ8")
+        XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, device: device,
+                                                      environment: [PrefillKernel.environmentVariable: "fastest"])) { error in
+            XCTAssertTrue("\(error)".contains("PHI_GPU_PREFILL=fastest") && "\(error)".contains("cooperativeMatrix"), "\(error)")
+        }
+        if !cooperative {
+            XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, device: device,
+                                                          environment: [PrefillKernel.environmentVariable: "cooperativeMatrix"])) { error in
+                XCTAssertTrue("\(error)".contains("VK_NV_cooperative_matrix"), "\(error)")
+            }
+        }
+    }
+
+    /// The Swift table of variants agrees with Shaders/variants.json (tile defines) and with the
+    /// SPIR-V (workgroup size), so the dispatch grid covers exactly what the shaders compute.
+    func testVariantTableMatchesVariantsJSONAndTheSPIRV() throws {
+        struct VariantList: Decodable {
+            struct Variant: Decodable { var name: String; var defines: [String: String]? }
+            var variants: [Variant]
+        }
+        let url = TestPaths.packageRoot.appendingPathComponent("Shaders/variants.json")
+        let list = try JSONDecoder().decode(VariantList.self, from: Data(contentsOf: url))
+        for kind in PrefillKernel.Kind.allCases {
+            for bits in [4, 8] {
+                let kernel = PrefillKernel.variant(kind, bits: bits)
+                let defines = try XCTUnwrap(list.variants.first { $0.name == kernel.shader.name }?.defines, kernel.shader.name)
+                XCTAssertEqual(defines["BITS"], "\(bits)", kernel.shader.name)
+                XCTAssertEqual(defines["TILE_TOKENS"], "\(kernel.tileTokens)", kernel.shader.name)
+                XCTAssertEqual(defines["TILE_ROWS"], "\(kernel.tileRows)", kernel.shader.name)
+                XCTAssertEqual(defines["TILE_K"], "\(kernel.tileColumns)", kernel.shader.name)
+                XCTAssertEqual(localSize(kernel.shader.words), kernel.threads, "workgroup size of \(kernel.shader.name)")
+            }
+        }
+    }
+
+    /// The x of `OpExecutionMode %main LocalSize x y z` in a SPIR-V module.
+    func localSize(_ words: [UInt32]) -> Int? {
+        var index = 5
+        while index < words.count {
+            let count = Int(words[index] >> 16), opcode = words[index] & 0xffff
+            guard count > 0 else { return nil }
+            if opcode == 16 && count >= 6 && words[index + 2] == 17 { return Int(words[index + 3]) }
+            index += count
+        }
+        return nil
+    }
+}
