@@ -6,7 +6,6 @@
 // loads dominate and several are in flight per lane. With ACCUMULATE the result is also added into
 // `accumulator` (the residual add fused into the product).
 // Needs columns to be a multiple of 128 / BITS (whole 16-byte blocks per row).
-#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "quantized.glsl"
 
@@ -44,7 +43,7 @@ layout(push_constant) uniform MatvecConstants {
 // Σ over one word's values of q · x, with x given as VALUES_PER_WORD / 4 vec4s starting at xs[first].
 float word_dot(uint word, vec4 xs[BLOCK_VALUES / 4], uint first) {
     float total = 0.0;
-    [[unroll]] for (uint i = 0; i < VALUES_PER_WORD / 4; ++i) {
+    for (uint i = 0; i < VALUES_PER_WORD / 4; ++i) {
         const vec4 q = vec4(AS_FLOAT((word >> (BITS * (4 * i + 0))) & VALUE_MASK), AS_FLOAT((word >> (BITS * (4 * i + 1))) & VALUE_MASK),
                             AS_FLOAT((word >> (BITS * (4 * i + 2))) & VALUE_MASK), AS_FLOAT((word >> (BITS * (4 * i + 3))) & VALUE_MASK));
         total += dot(q, xs[first + i]);
@@ -61,40 +60,40 @@ void main() {
     const uint groups_per_row = pc.columns / pc.group_size;
     const bool block_in_one_group = pc.group_size >= BLOCK_VALUES;
     float sums[TOKENS][ROWS];
-    [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+    for (uint t = 0; t < TOKENS; ++t) {
+        for (uint r = 0; r < ROWS; ++r) {
             sums[t][r] = 0.0;
         }
     }
     for (uint k0 = gl_SubgroupInvocationID; k0 < blocks_per_row; k0 += UNROLL * gl_SubgroupSize) {
         uvec4 blocks[UNROLL][ROWS];
-        [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+        for (uint u = 0; u < UNROLL; ++u) {
             const uint k = k0 + u * gl_SubgroupSize;
-            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            for (uint r = 0; r < ROWS; ++r) {
                 blocks[u][r] = k < blocks_per_row && first_row + r < pc.rows ? packed[(first_row + r) * blocks_per_row + k] : uvec4(0);
             }
         }
-        [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+        for (uint u = 0; u < UNROLL; ++u) {
         const uint k = k0 + u * gl_SubgroupSize;
         const uint column = k * BLOCK_VALUES;
-        [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
+        for (uint t = 0; t < TOKENS; ++t) {
             if (k >= blocks_per_row || t >= pc.tokens) {
                 continue;
             }
             vec4 xs[BLOCK_VALUES / 4];
             float x_sums[4];
             const uint base = (pc.input_row + t) * (pc.columns / 4) + column / 4;
-            [[unroll]] for (uint i = 0; i < BLOCK_VALUES / 4; ++i) {
+            for (uint i = 0; i < BLOCK_VALUES / 4; ++i) {
                 xs[i] = x[base + i];
             }
-            [[unroll]] for (uint w = 0; w < 4; ++w) {
+            for (uint w = 0; w < 4; ++w) {
                 float s = 0.0;
-                [[unroll]] for (uint i = 0; i < VALUES_PER_WORD / 4; ++i) {
+                for (uint i = 0; i < VALUES_PER_WORD / 4; ++i) {
                     s += dot(vec4(1.0), xs[w * (VALUES_PER_WORD / 4) + i]);
                 }
                 x_sums[w] = s;
             }
-            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            for (uint r = 0; r < ROWS; ++r) {
                 const uint row_group = (first_row + r) * groups_per_row;
                 const uvec4 block = blocks[u][r];
                 if (block_in_one_group) {
@@ -103,7 +102,7 @@ void main() {
                                      + word_dot(block.z, xs, 2 * (VALUES_PER_WORD / 4)) + word_dot(block.w, xs, 3 * (VALUES_PER_WORD / 4));
                     sums[t][r] += HALF_AT(scales, g) * dots + HALF_AT(biases, g) * (x_sums[0] + x_sums[1] + x_sums[2] + x_sums[3]);
                 } else {
-                    [[unroll]] for (uint w = 0; w < 4; ++w) {
+                    for (uint w = 0; w < 4; ++w) {
                         const uint g = row_group + (column + w * VALUES_PER_WORD) / pc.group_size;
                         sums[t][r] += HALF_AT(scales, g) * word_dot(block[w], xs, w * (VALUES_PER_WORD / 4))
                                     + HALF_AT(biases, g) * x_sums[w];
@@ -113,8 +112,8 @@ void main() {
         }
         }
     }
-    [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+    for (uint t = 0; t < TOKENS; ++t) {
+        for (uint r = 0; r < ROWS; ++r) {
             const float total = subgroupAdd(sums[t][r]);
             if (subgroupElect() && first_row + r < pc.rows && t < pc.tokens) {
                 const uint index = t * pc.output_stride + first_row + r;

@@ -12,6 +12,11 @@ struct Download: AsyncParsableCommand {
             a hub repository id (org/name), a checkpoint directory or a .gguf file; local paths are \
             only checked and printed. Honours HF_HOME, HF_HUB_CACHE, HF_ENDPOINT, HF_TOKEN and \
             HF_HUB_OFFLINE. An interrupted download resumes when run again.
+
+            Examples:
+              phi-gpu download                       fetch Phi-3.5-mini (the default model)
+              phi-gpu download phi-4-mini
+              phi-gpu download mlx-community/Phi-3.5-mini-instruct-4bit --revision main
             """)
 
     @Argument(help: "The model to fetch.")

@@ -15,8 +15,7 @@ final class HelpAndValidationTests: XCTestCase {
     }
 
     func testEverySubcommandHelpHasExamples() throws {
-        // `download` is left out: its help (DownloadCommand.swift, owned by the hub work) has no examples yet.
-        let commands = [["chat"], ["generate"], ["score"], ["tokenize"], ["devices"], ["bench"],
+        let commands = [["chat"], ["generate"], ["score"], ["tokenize"], ["download"], ["devices"], ["bench"],
                         ["bench", "model"], ["bench", "kernels"], ["bench", "tokenizer"]]
         for command in commands {
             let output = try CLIRunner.run(command + ["--help"])
