@@ -80,7 +80,10 @@ public final class GPUBackend: InferenceBackend {
         let normBytes = (2 * config.layerCount + 1) * config.hiddenSize * 4
         let activationBytes = 64 * (4 * config.hiddenSize + config.qkvRows + 3 * config.intermediateSize + config.vocabularySize) * 4
         let needed = matrixBytes + cacheBytes + ropeBytes + normBytes + activationBytes
-        let available = context.device.physical.availableDeviceBytes
+        // A CPU-type device (llvmpipe) allocates from system memory: its advertised heap is nominal.
+        let physical = context.device.physical
+        let available = physical.kind == .cpu
+            ? max(physical.availableDeviceBytes, ProcessInfo.processInfo.physicalMemory / 2) : physical.availableDeviceBytes
         if UInt64(needed) > available {
             throw GPUOutOfMemory(device: context.device.physical.name, needed: needed, available: available,
                                  cacheBytes: cacheBytes, contextLength: contextLength)
