@@ -202,9 +202,7 @@ public final class CPUBackend: InferenceBackend {
     }
 
     private func checkPositions(_ start: Int, _ count: Int) throws {
-        guard start >= 0, start + count <= contextLength else {
-            throw BackendError.contextTooLong(requested: start + count, limit: contextLength)
-        }
+        try BackendError.checkPositions(start, count, limit: contextLength)
     }
 
     /// (kvHeads × headDimension) cache row of `layer` at `position`.

@@ -2,18 +2,6 @@ import Foundation
 import PhiFormats
 import PhiModel
 
-extension RandomWeights {
-    /// Phi-4-mini's shapes: hidden 3072, 32 layers, 24 heads / 8 KV heads of 128, intermediate 8192,
-    /// vocab 200064, partial rotary 0.75 (96 dimensions), tied embeddings, LongRoPE from 4096.
-    public static let phi4MiniConfig = ModelConfig(
-        architecture: .phi3, hiddenSize: 3072, intermediateSize: 8192, layerCount: 32, headCount: 24,
-        kvHeadCount: 8, headDimension: 128, vocabularySize: 200_064, rmsNormEpsilon: 1e-5, ropeTheta: 10000,
-        rotaryDimensions: 96, maxContext: 131_072,
-        longRoPE: .init(shortFactor: .init(repeating: 1, count: 48), longFactor: .init(repeating: 4, count: 48),
-                        originalContext: 4096),
-        tiedEmbeddings: true)
-}
-
 /// `phi-gpu bench model`: prompt processing and generation speed like llama-bench — repeated runs,
 /// mean ± standard deviation, optionally after filling the KV cache to a depth first.
 public enum ModelBenchmark {

@@ -379,9 +379,7 @@ public final class GPUBackend: InferenceBackend {
     }
 
     private func checkPositions(_ start: Int, _ count: Int) throws {
-        guard start >= 0, start + count <= contextLength else {
-            throw BackendError.contextTooLong(requested: start + count, limit: contextLength)
-        }
+        try BackendError.checkPositions(start, count, limit: contextLength)
     }
 }
 

@@ -100,6 +100,15 @@ public enum BackendError: Error, CustomStringConvertible {
     }
 }
 
+extension BackendError {
+    /// Throws `contextTooLong` unless positions `start ..< start + count` fit a cache of `limit`.
+    public static func checkPositions(_ start: Int, _ count: Int, limit: Int) throws {
+        guard start >= 0, start + count <= limit else {
+            throw BackendError.contextTooLong(requested: start + count, limit: limit)
+        }
+    }
+}
+
 /// The operations the one forward pass needs, on backend-owned tensors.
 ///
 /// A GPU backend may only record each call into a command buffer and run the recording at the next

@@ -16,6 +16,16 @@ public enum RandomWeights {
                         originalContext: 4096),
         tiedEmbeddings: false)
 
+    /// Phi-4-mini's shapes: hidden 3072, 32 layers, 24 heads / 8 KV heads of 128, intermediate 8192,
+    /// vocab 200064, partial rotary 0.75 (96 dimensions), tied embeddings, LongRoPE from 4096.
+    public static let phi4MiniConfig = ModelConfig(
+        architecture: .phi3, hiddenSize: 3072, intermediateSize: 8192, layerCount: 32, headCount: 24,
+        kvHeadCount: 8, headDimension: 128, vocabularySize: 200_064, rmsNormEpsilon: 1e-5, ropeTheta: 10000,
+        rotaryDimensions: 96, maxContext: 131_072,
+        longRoPE: .init(shortFactor: .init(repeating: 1, count: 48), longFactor: .init(repeating: 4, count: 48),
+                        originalContext: 4096),
+        tiedEmbeddings: true)
+
     /// Random weights of `config`'s shapes; the same seed gives the same weights.
     public static func make(config: ModelConfig, seed: UInt64, bits: Int = 4, groupSize: Int = 64,
                             weightScale: Float = 0.5) -> ModelWeights {
