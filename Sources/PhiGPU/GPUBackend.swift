@@ -49,6 +49,10 @@ public final class GPUBackend: InferenceBackend {
     /// Command buffers recorded and reused so far (for benchmarks and tests).
     public private(set) var recordings = 0
     public private(set) var submissions = 0
+    /// Host time spent queueing the last submission's commands (from the first to the submit), seconds.
+    public private(set) var lastQueueSeconds = 0.0
+    private let clock = ContinuousClock()
+    private var queueStart = ContinuousClock.now
 
     public init(context: GPUContext) throws {
         self.context = context
@@ -321,7 +325,8 @@ public final class GPUBackend: InferenceBackend {
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
         var value = constants
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
-        pending.append(.dispatch(pipeline: pipeline, set: set, constants: bytes, groups: [groups.0, groups.1, groups.2]))
+        if pending.isEmpty { queueStart = clock.now }
+        pending.append(.dispatch(pipeline: pipeline, set: set, constants: bytes, groups: Groups(x: groups.0, y: groups.1, z: groups.2)))
     }
 
     /// Stores a per-step value where the shaders read it; returns its slot for the push constants.
@@ -336,12 +341,15 @@ public final class GPUBackend: InferenceBackend {
     /// queue differs from what it holds.
     private func flush() throws {
         guard !pending.isEmpty else { return }
+        let flushStart = clock.now
+        lastQueueSeconds = Double((flushStart - queueStart).components.attoseconds) * 1e-18
+            + Double((flushStart - queueStart).components.seconds)
         if pending != recorded {
             try commands.begin()
             for command in pending {
                 switch command {
                 case .dispatch(let pipeline, let set, let constants, let groups):
-                    commands.dispatch(pipeline, set: set, constantBytes: constants, groups: (groups[0], groups[1], groups[2]))
+                    commands.dispatch(pipeline, set: set, constantBytes: constants, groups: (groups.x, groups.y, groups.z))
                     commands.barrier()
                 case .copy(let source, let destination, let byteCount, let sourceOffset):
                     commands.copy(from: source, to: destination, byteCount: byteCount, sourceOffset: sourceOffset)
@@ -392,9 +400,14 @@ struct QueuedProduct {
     var out: BackendTensor
 }
 
+/// Workgroup counts of a dispatch.
+struct Groups: Equatable {
+    var x: Int, y: Int, z: Int
+}
+
 /// One queued GPU command; equal when it would record the same thing.
 enum QueuedCommand: Equatable {
-    case dispatch(pipeline: ComputePipeline, set: DescriptorSet, constants: [UInt8], groups: [Int])
+    case dispatch(pipeline: ComputePipeline, set: DescriptorSet, constants: [UInt8], groups: Groups)
     case copy(source: Buffer, destination: Buffer, byteCount: Int, sourceOffset: Int)
 
     static func == (a: QueuedCommand, b: QueuedCommand) -> Bool {

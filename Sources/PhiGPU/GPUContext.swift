@@ -10,18 +10,22 @@ public final class GPUContext: @unchecked Sendable {
     /// Workgroup size of the 1-D kernels: a multiple of the subgroup size, at most 256.
     public let workgroupSize: Int
     private let lock = NSLock()
-    private var pipelines: [String: ComputePipeline] = [:]
+    private var pipelines: [PipelineKey: ComputePipeline] = [:]
     private var pools: [DescriptorPool] = []
     private var setsLeftInPool = 0
     private var descriptorSets: [DescriptorKey: DescriptorSet] = [:]
 
+    /// A pipeline is reused for the same shader variant and specialization constants.
+    private struct PipelineKey: Hashable {
+        var name: String
+        var specialization: [UInt32]
+    }
+
     /// A descriptor set is reused for the same pipeline and buffers (the set keeps them alive, so
-    /// their identities cannot be reused by other buffers).
+    /// their identities cannot be reused by other buffers): the pipeline's identity, then each
+    /// binding's buffer identity, offset and range, in one array.
     private struct DescriptorKey: Hashable {
-        var pipeline: ObjectIdentifier
-        var buffers: [ObjectIdentifier]
-        var offsets: [Int]
-        var ranges: [Int]
+        var words: [Int]
     }
 
     /// Opens the device chosen by `DeviceSelection` (`deviceIndex`, else `$PHI_GPU_DEVICE`, else
@@ -45,7 +49,7 @@ public final class GPUContext: @unchecked Sendable {
     /// The pipeline for `shader` with `specialization` constants, built once and cached.
     public func pipeline(_ shader: ShaderBinary, bindings: Int, pushConstantSize: Int,
                          specialization: [UInt32]) throws -> ComputePipeline {
-        let key = "\(shader.name)/\(specialization.map(String.init).joined(separator: ","))"
+        let key = PipelineKey(name: shader.name, specialization: specialization)
         return try lock.withLock {
             if let existing = pipelines[key] { return existing }
             let made = try ComputePipeline(device: device, name: shader.name, spirv: shader.words, bindingCount: bindings,
@@ -58,8 +62,14 @@ public final class GPUContext: @unchecked Sendable {
     /// The descriptor set binding `buffers` to `pipeline`: made once from a pool grown as needed,
     /// then reused.
     public func descriptorSet(for pipeline: ComputePipeline, buffers: [BufferBinding]) throws -> DescriptorSet {
-        let key = DescriptorKey(pipeline: ObjectIdentifier(pipeline), buffers: buffers.map { ObjectIdentifier($0.buffer) },
-                                offsets: buffers.map(\.offset), ranges: buffers.map { $0.range ?? -1 })
+        var words = [Int](repeating: 0, count: 1 + 3 * buffers.count)
+        words[0] = Int(bitPattern: UInt(bitPattern: ObjectIdentifier(pipeline)))
+        for (index, binding) in buffers.enumerated() {
+            words[1 + 3 * index] = Int(bitPattern: UInt(bitPattern: ObjectIdentifier(binding.buffer)))
+            words[2 + 3 * index] = binding.offset
+            words[3 + 3 * index] = binding.range ?? -1
+        }
+        let key = DescriptorKey(words: words)
         return try lock.withLock {
             if let existing = descriptorSets[key] { return existing }
             if setsLeftInPool == 0 || pools.isEmpty {
