@@ -34,7 +34,7 @@ let package = Package(
         .executableTarget(name: "ShaderCompiler", dependencies: ["CShaderc"]),
         .plugin(
             name: "ShaderPlugin", capability: .buildTool(),
-            dependencies: ["ShaderCompiler"]),
+            dependencies: ["ShaderCompiler"], path: "Sources/ShaderPlugin"),
         .target(name: "PhiShaders", plugins: ["ShaderPlugin"]),
         .target(name: "VulkanKit", dependencies: ["CVulkan"]),
         .target(name: "PhiFormats"),
