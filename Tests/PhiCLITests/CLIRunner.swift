@@ -13,12 +13,7 @@ enum CLIRunner {
 
     /// The `phi-gpu` executable built with the tests.
     static func binary() throws -> URL {
-        let bundle = Bundle(for: BundleMarker.self).bundleURL
-        let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("phi-gpu") }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw MissingTestData(description: "phi-gpu not found beside \(bundle.path); run swift build first")
-        }
-        return found
+        try Executables.built("phi-gpu", besideBundleOf: BundleMarker.self)
     }
 
     /// Runs `phi-gpu arguments…` with `stdin` as its standard input and waits for it (at most `timeout` s).

@@ -27,16 +27,7 @@ final class ChatTerminalTests: XCTestCase {
 
         @discardableResult
         func run(_ arguments: [String]) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tmux)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+            try Executables.run(URL(fileURLWithPath: tmux), arguments).output
         }
 
         /// The whole pane, scrollback included.

@@ -6,25 +6,11 @@ import XCTest
 final class ShaderCompilerTests: XCTestCase {
     /// The tool sits next to the test bundle in the build directory.
     func compilerTool() throws -> URL {
-        let bundle = Bundle(for: Self.self).bundleURL
-        let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("ShaderCompiler-tool") }
-        guard let tool = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw MissingTestData(description: "ShaderCompiler-tool not found beside \(bundle.path); run swift build first")
-        }
-        return tool
+        try Executables.built("ShaderCompiler-tool", besideBundleOf: Self.self)
     }
 
     func run(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try Executables.run(tool, arguments)
     }
 
     func testABrokenShaderFailsWithItsFileAndLine() throws {
