@@ -19,37 +19,14 @@ enum CLIRunner {
     /// Runs `phi-gpu arguments…` with `stdin` as its standard input and waits for it (at most `timeout` s).
     static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
                     timeout: TimeInterval = 300) throws -> Output {
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["HF_HUB_OFFLINE"] = "1"  // tests never touch the network
         env["PHI_GPU_DEVICE"] = nil
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let outPipe = Pipe(), errPipe = Pipe(), inPipe = Pipe()
-        process.standardOutput = outPipe
-        process.standardError = errPipe
-        process.standardInput = inPipe
-        try process.run()
-        if let stdin { inPipe.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try inPipe.fileHandleForWriting.close()
-        // Read both pipes concurrently so that neither fills up and blocks the child.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var errData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            errData = errPipe.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        let timer = DispatchWorkItem { process.terminate() }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: timer)
-        let outData = outPipe.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        timer.cancel()
-        return Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        let result = try Executables.spawn(try binary(), arguments, environment: env, stdin: Data((stdin ?? "").utf8),
+                                           timeout: timeout)
+        return Output(status: result.status, stdout: String(decoding: result.stdout, as: UTF8.self),
+                      stderr: String(decoding: result.stderr, as: UTF8.self))
     }
 
     /// Runs and decodes standard output as JSON, failing with the output when the run fails.

@@ -63,14 +63,7 @@ final class SHA256Tests: XCTestCase {
             hasher.update(Array(bytes[split...]))
             XCTAssertEqual(hasher.finalizeHex(), digests.last, "split at \(split) of \(length)")
         }
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = paths
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let output = String(decoding: try Executables.spawn(tool, paths).stdout, as: UTF8.self)
         let expected = output.split(separator: "\n").map { String($0.prefix(64)) }
         XCTAssertEqual(expected, digests)
     }
