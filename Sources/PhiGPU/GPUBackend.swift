@@ -199,16 +199,11 @@ public final class GPUBackend: InferenceBackend {
                         BufferBinding(try gpu(out).buffer)]
         let constants = MatmulConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: UInt32(rows.count),
                                         inputRow: UInt32(rows.lowerBound), groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns))
-        if rows.count == 1 && w.columns % (128 / w.bits) == 0 {
-            let shader = switch (w.bits, accumulator != nil) {
-            case (4, false): ShaderLibrary.matvecQ4
-            case (4, true): ShaderLibrary.matvecAddQ4
-            case (_, false): ShaderLibrary.matvecQ8
-            case (_, true): ShaderLibrary.matvecAddQ8
-            }
+        if rows.count == 1, let kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize,
+                                                            accumulate: accumulator != nil, device: context.device.physical) {
             let subgroupsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
-            let rowsPerGroup = subgroupsPerGroup * 2  // ROWS = 2 in the variants
-            let pipeline = try context.pipeline(shader, bindings: 6, pushConstantSize: MemoryLayout<MatmulConstants>.size,
+            let rowsPerGroup = subgroupsPerGroup * kernel.rowsPerSubgroup
+            let pipeline = try context.pipeline(kernel.shader, bindings: 6, pushConstantSize: MemoryLayout<MatmulConstants>.size,
                                                 specialization: [UInt32(subgroupsPerGroup * subgroup)])
             let target = try accumulator.map { try gpu($0).buffer } ?? gpu(out).buffer
             try dispatch(pipeline, bindings + [BufferBinding(target)], constants,

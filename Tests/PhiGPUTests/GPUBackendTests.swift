@@ -73,10 +73,13 @@ final class GPUBackendTests: XCTestCase {
     func testQuantizedMatmulAtManyShapesBothBitWidths() throws {
         let shapes: [(rows: Int, columns: Int, group: Int, tokens: Int)] = [
             (96, 64, 32, 1), (100, 128, 64, 3), (37, 256, 128, 9), (37, 256, 128, 1), (64, 64, 16, 17), (64, 64, 16, 1),
-            (40, 48, 16, 1), (9216, 3072, 64, 1),
+            (40, 48, 16, 1), (9216, 3072, 64, 1), (3072, 8192, 64, 1), (50, 4160, 32, 1),
         ]
-        for bits in [4, 8] {
-            for shape in shapes {
+        // Both decode kernels (the staged one takes x through shared memory in chunks of 4096 columns).
+        defer { unsetenv("PHI_GPU_MATVEC") }
+        for (bits, matvec) in [(4, "staged"), (8, "staged"), (4, "plain"), (8, "plain")] {
+            setenv("PHI_GPU_MATVEC", matvec, 1)
+            for shape in shapes where matvec == "staged" || shape.tokens == 1 {
                 let matrix = randomMatrix(rows: shape.rows, columns: shape.columns, bits: bits, groupSize: shape.group)
                 let config = Self.smallConfig
                 let (backend, _, _) = try backend(config: config, qkv: matrix)
@@ -86,7 +89,7 @@ final class GPUBackendTests: XCTestCase {
                 try backend.matmul(input, rows: 0..<shape.tokens, weight: WeightName.qkv(layer: 0), into: out)
                 let got = try backend.read(out, rows: 0..<shape.tokens)
                 assertClose(got, CPUReference.matmul(x, weight: matrix), relative: 2e-4,
-                            "\(bits)-bit \(shape) \(seedNote)")
+                            "\(bits)-bit \(matvec) \(shape) \(seedNote)")
                 // Only some rows of x (the LM head's last-token case).
                 if shape.tokens > 2 {
                     let last = try poisoned(backend, rows: 1, columns: shape.rows)
