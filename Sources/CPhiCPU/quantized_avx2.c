@@ -41,9 +41,12 @@ KERNEL static inline float bias_term(const uint16_t *row_biases, const float *su
     return total;
 }
 
-#define TILE 4
+#define TILE_ROWS 2   // rows per pass of a prompt batch: each x load feeds this many rows
+#define TILE_TOKENS 4 // tokens per pass: each unpacked block feeds this many tokens
 
-// Rows times up to TILE tokens with the unpack of each block shared by the tokens; BITS is constant.
+// One token (decode): rows one at a time, the scale applied once per block.
+// Several tokens (prefill): TILE_ROWS rows × TILE_TOKENS tokens per pass, so that each unpacked
+// weight vector is used TILE_TOKENS times and each x vector TILE_ROWS times from registers.
 #define DEFINE_ROWS(BITS)                                                                                  \
 KERNEL static void rows_##BITS(const uint32_t *words, const uint16_t *scales, const uint16_t *biases,     \
                                int words_per_row, int groups_per_row, int group_size,                     \
@@ -51,45 +54,71 @@ KERNEL static void rows_##BITS(const uint32_t *words, const uint16_t *scales, co
                                int row_start, int row_end, float *out, int out_stride) {                  \
     const int per_word = 32 / BITS, block_elements = 8 * per_word, blocks = words_per_row / 8;            \
     const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);                                              \
-    for (int r = row_start; r < row_end; r++) {                                                           \
-        const uint32_t *row_words = words + (long)r * words_per_row;                                     \
-        const uint16_t *row_scales = scales + (long)r * groups_per_row;                                  \
-        const uint16_t *row_biases = biases + (long)r * groups_per_row;                                  \
-        for (int t = 0; t < tokens; t += TILE) {                                                         \
-            int n = tokens - t < TILE ? tokens - t : TILE;                                               \
-            const float *x[TILE];                                                                        \
-            __m256 a[TILE];                                                                              \
-            for (int i = 0; i < TILE; i++) {                                                             \
-                x[i] = xp + (long)(t + (i < n ? i : 0)) * columns;                                       \
-                a[i] = _mm256_setzero_ps();                                                              \
-            }                                                                                            \
-            for (int b = 0; b < blocks; b++) {                                                           \
-                __m256i w = _mm256_loadu_si256((const __m256i *)(row_words + b * 8));                    \
-                __m256 s = lane_scales(row_scales, b, per_word, group_size);                             \
-                int o = b * block_elements;                                                              \
-                if (n == 1) {                                                                            \
-                    __m256 block_sum = _mm256_setzero_ps();                                              \
-                    for (int j = 0; j < per_word; j++) {                                                 \
-                        __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(w, j * BITS), mask)); \
-                        block_sum = _mm256_fmadd_ps(q, _mm256_loadu_ps(x[0] + o + j * 8), block_sum);    \
-                    }                                                                                    \
-                    a[0] = _mm256_fmadd_ps(block_sum, s, a[0]);                                          \
-                } else {                                                                                 \
-                    for (int j = 0; j < per_word; j++) {                                                 \
-                        __m256 q = _mm256_mul_ps(_mm256_cvtepi32_ps(                                     \
-                            _mm256_and_si256(_mm256_srli_epi32(w, j * BITS), mask)), s);                 \
-                        for (int i = 0; i < TILE; i++) {                                                 \
-                            a[i] = _mm256_fmadd_ps(q, _mm256_loadu_ps(x[i] + o + j * 8), a[i]);          \
-                        }                                                                                \
-                    }                                                                                    \
-                }                                                                                        \
-            }                                                                                            \
-            for (int i = 0; i < n; i++) {                                                                \
-                out[(long)(t + i) * out_stride + r] = horizontal_sum(a[i])                               \
-                    + bias_term(row_biases, sums + (long)(t + i) * groups_per_row, groups_per_row);      \
-            }                                                                                            \
-        }                                                                                                \
-    }                                                                                                    \
+    if (tokens == 1) {                                                                                    \
+        for (int r = row_start; r < row_end; r++) {                                                       \
+            const uint32_t *row_words = words + (long)r * words_per_row;                                 \
+            const uint16_t *row_scales = scales + (long)r * groups_per_row;                              \
+            __m256 a = _mm256_setzero_ps();                                                               \
+            for (int b = 0; b < blocks; b++) {                                                            \
+                __m256i w = _mm256_loadu_si256((const __m256i *)(row_words + b * 8));                     \
+                const float *x = xp + b * block_elements;                                                 \
+                __m256 block_sum = _mm256_setzero_ps();                                                   \
+                for (int j = 0; j < per_word; j++) {                                                      \
+                    __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(w, j * BITS), mask));\
+                    block_sum = _mm256_fmadd_ps(q, _mm256_loadu_ps(x + j * 8), block_sum);                \
+                }                                                                                         \
+                a = _mm256_fmadd_ps(block_sum, lane_scales(row_scales, b, per_word, group_size), a);      \
+            }                                                                                             \
+            out[r] = horizontal_sum(a) + bias_term(biases + (long)r * groups_per_row, sums, groups_per_row);\
+        }                                                                                                 \
+        return;                                                                                           \
+    }                                                                                                     \
+    for (int r = row_start; r < row_end; r += TILE_ROWS) {                                                \
+        const int m = row_end - r < TILE_ROWS ? row_end - r : TILE_ROWS;                                  \
+        const uint32_t *row_words[TILE_ROWS];                                                             \
+        const uint16_t *row_scales[TILE_ROWS];                                                            \
+        for (int k = 0; k < TILE_ROWS; k++) {                                                             \
+            const long row = r + (k < m ? k : 0);                                                         \
+            row_words[k] = words + row * words_per_row;                                                   \
+            row_scales[k] = scales + row * groups_per_row;                                                \
+        }                                                                                                 \
+        for (int t = 0; t < tokens; t += TILE_TOKENS) {                                                   \
+            const int n = tokens - t < TILE_TOKENS ? tokens - t : TILE_TOKENS;                            \
+            const float *x[TILE_TOKENS];                                                                  \
+            __m256 a[TILE_ROWS][TILE_TOKENS];                                                             \
+            for (int i = 0; i < TILE_TOKENS; i++) {                                                       \
+                x[i] = xp + (long)(t + (i < n ? i : 0)) * columns;                                        \
+                for (int k = 0; k < TILE_ROWS; k++) a[k][i] = _mm256_setzero_ps();                        \
+            }                                                                                             \
+            for (int b = 0; b < blocks; b++) {                                                            \
+                __m256i w[TILE_ROWS];                                                                     \
+                __m256 s[TILE_ROWS];                                                                      \
+                for (int k = 0; k < TILE_ROWS; k++) {                                                     \
+                    w[k] = _mm256_loadu_si256((const __m256i *)(row_words[k] + b * 8));                   \
+                    s[k] = lane_scales(row_scales[k], b, per_word, group_size);                           \
+                }                                                                                         \
+                const int o = b * block_elements;                                                         \
+                for (int j = 0; j < per_word; j++) {                                                      \
+                    __m256 q[TILE_ROWS];                                                                  \
+                    for (int k = 0; k < TILE_ROWS; k++) {                                                 \
+                        q[k] = _mm256_mul_ps(_mm256_cvtepi32_ps(                                          \
+                            _mm256_and_si256(_mm256_srli_epi32(w[k], j * BITS), mask)), s[k]);            \
+                    }                                                                                     \
+                    for (int i = 0; i < TILE_TOKENS; i++) {                                               \
+                        const __m256 xv = _mm256_loadu_ps(x[i] + o + j * 8);                              \
+                        for (int k = 0; k < TILE_ROWS; k++) a[k][i] = _mm256_fmadd_ps(q[k], xv, a[k][i]); \
+                    }                                                                                     \
+                }                                                                                         \
+            }                                                                                             \
+            for (int k = 0; k < m; k++) {                                                                 \
+                for (int i = 0; i < n; i++) {                                                             \
+                    out[(long)(t + i) * out_stride + r + k] = horizontal_sum(a[k][i])                     \
+                        + bias_term(biases + (long)(r + k) * groups_per_row,                              \
+                                    sums + (long)(t + i) * groups_per_row, groups_per_row);               \
+                }                                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+    }                                                                                                     \
 }
 
 DEFINE_ROWS(4)

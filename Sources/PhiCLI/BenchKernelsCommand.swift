@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PhiCPU
 import PhiEngine
 import PhiGPU
 import PhiModel
@@ -12,8 +13,8 @@ struct BenchKernels: AsyncParsableCommand {
         discussion: """
             For 1 token (decode: matrix × vector) and for a prompt batch (matrix × matrix), each \
             product's output is compared with the CPU reference before it is timed. Reported: time \
-            per call, effective GB/s (weights, inputs and outputs moved), on a GPU the percentage of \
-            the streaming-read bandwidth measured in the same run, and TFLOP/s.
+            per call, effective GB/s (weights, inputs and outputs moved), the percentage of \
+            the streaming-read bandwidth measured in the same run (GPU or CPU), and TFLOP/s.
 
             Examples:
               phi-gpu bench kernels
@@ -65,6 +66,8 @@ struct BenchKernels: AsyncParsableCommand {
         var bandwidth: Double?
         if let context = (chosen as? GPUBackend)?.context {
             bandwidth = try GPUBandwidth.measure(context: context, byteCount: 256 << 20)
+        } else if let cpu = chosen as? CPUBackend {
+            bandwidth = CPUBandwidth.measure(threads: cpu.threads)
         }
         let counts = try tokenCounts()
         let rows = try KernelBenchmark.run(config: config, backend: chosen, tokensList: counts, bandwidth: bandwidth,
