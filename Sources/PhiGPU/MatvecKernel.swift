@@ -4,7 +4,9 @@ import VulkanKit
 
 /// The decode product (one token) for a matrix: the staged kernel (Shaders/matvec_staged.comp,
 /// x copied once per workgroup into shared memory) where the shapes and the device's shared memory
-/// allow it, else the plain one (Shaders/matvec.comp). `PHI_GPU_MATVEC=plain|staged` forces one.
+/// allow it, else the plain one (Shaders/matvec.comp). `PHI_GPU_MATVEC=plain|staged` forces one
+/// (read with getenv on every product: building `ProcessInfo.environment` costs ~0.1 ms, which
+/// decode steps, queued anew each token, cannot afford).
 struct MatvecKernel {
     var shader: ShaderBinary
     /// Rows computed by each subgroup (the ROWS define of the variant).
@@ -22,7 +24,7 @@ struct MatvecKernel {
     /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
     /// neither decode kernel takes the shape (the general product does).
     static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, device: PhysicalDevice,
-                       override: String? = ProcessInfo.processInfo.environment["PHI_GPU_MATVEC"]) -> MatvecKernel? {
+                       override: String? = getenv("PHI_GPU_MATVEC").map { String(cString: $0) }) -> MatvecKernel? {
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.sharedMemoryBytes
