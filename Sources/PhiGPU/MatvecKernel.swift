@@ -28,21 +28,17 @@ struct MatvecKernel {
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.sharedMemoryBytes
-        if stagedFits && override != "plain" {
-            let shader = switch (bits, accumulate) {
-            case (4, false): ShaderLibrary.matvecStagedQ4
-            case (4, true): ShaderLibrary.matvecStagedAddQ4
-            case (_, false): ShaderLibrary.matvecStagedQ8
-            case (_, true): ShaderLibrary.matvecStagedAddQ8
-            }
-            return MatvecKernel(shader: shader, rowsPerSubgroup: 4)
+        let staged = stagedFits && override != "plain"
+        let shader = switch (staged, bits == 4, accumulate) {
+        case (true, true, false): ShaderLibrary.matvecStagedQ4
+        case (true, true, true): ShaderLibrary.matvecStagedAddQ4
+        case (true, false, false): ShaderLibrary.matvecStagedQ8
+        case (true, false, true): ShaderLibrary.matvecStagedAddQ8
+        case (false, true, false): ShaderLibrary.matvecQ4
+        case (false, true, true): ShaderLibrary.matvecAddQ4
+        case (false, false, false): ShaderLibrary.matvecQ8
+        case (false, false, true): ShaderLibrary.matvecAddQ8
         }
-        let shader = switch (bits, accumulate) {
-        case (4, false): ShaderLibrary.matvecQ4
-        case (4, true): ShaderLibrary.matvecAddQ4
-        case (_, false): ShaderLibrary.matvecQ8
-        case (_, true): ShaderLibrary.matvecAddQ8
-        }
-        return MatvecKernel(shader: shader, rowsPerSubgroup: 2)
+        return MatvecKernel(shader: shader, rowsPerSubgroup: staged ? 4 : 2)  // the ROWS defines in variants.json
     }
 }
