@@ -1,10 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Causal grouped-query attention, flash style: a workgroup walks a range of cached keys in blocks
-// of the workgroup size with an online softmax, so any context length fits.
-// Without SPLIT: one workgroup per (token, head) over all its keys; writes the output.
-// With SPLIT (decode): workgroups (chunk, head, token) each take `chunk_size` keys and write their
-// partial result (max, sum, unnormalised output) for attention_merge.comp to combine.
+// Causal grouped-query attention of a prompt, flash style: one workgroup per (token, head) walks
+// that token's cached keys in blocks of the workgroup size with an online softmax, so any context
+// length fits. (Decode steps use attention_split.comp.)
 #include "common.glsl"
 #include "reduce.glsl"
 #include "kv_cache.glsl"
@@ -14,8 +12,7 @@
 
 layout(std430, binding = 0) readonly buffer Queries { float queries[]; }; // (count, heads · headDim)
 KV_CACHE_BUFFERS(readonly, 1, 2)                                          // (kvHeads, context, headDim) each
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };       // (count, heads · headDim), or with SPLIT
-                                                                          // (count, heads, chunks, headDim + 2)
+layout(std430, binding = 3) writeonly buffer Output { float y[]; };       // (count, heads · headDim)
 layout(std430, binding = 4) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
 
 layout(push_constant) uniform AttentionConstants {
@@ -26,36 +23,16 @@ layout(push_constant) uniform AttentionConstants {
     uint head_dim;
     uint context;
     float scale;        // 1 / sqrt(headDim)
-    uint chunk_size;    // keys per workgroup with SPLIT
-    uint chunks;        // workgroups per (token, head) with SPLIT
+    uint chunk_size;    // unused here (attention_split.comp's keys per workgroup)
+    uint chunks;        // unused here (attention_split.comp's workgroups per token and head)
 } pc;
 
 shared float query[MAX_HEAD_DIM];
 shared float weights[1024];
 
-float workgroup_max(float value) {
-    float m = subgroupMax(value);
-    if (subgroupElect()) {
-        reduce_partials[gl_SubgroupID] = m;
-    }
-    barrier();
-    float result = reduce_partials[0];
-    for (uint i = 1; i < gl_NumSubgroups; ++i) {
-        result = max(result, reduce_partials[i]);
-    }
-    barrier();
-    return result;
-}
-
 void main() {
-#ifdef SPLIT
-    const uint chunk = gl_WorkGroupID.x;
-    const uint head = gl_WorkGroupID.y;
-    const uint t = gl_WorkGroupID.z;
-#else
     const uint t = gl_WorkGroupID.x;
     const uint head = gl_WorkGroupID.y;
-#endif
     const uint lane = gl_LocalInvocationID.x;
     const uint width = gl_WorkGroupSize.x;
     const uint kv_head = head / (pc.heads / pc.kv_heads);
@@ -66,13 +43,8 @@ void main() {
     barrier();
 
     const uint last = parameters[pc.position_slot] + t; // attends to positions 0...last
-#ifdef SPLIT
-    const uint begin = chunk * pc.chunk_size;
-    const uint end = min(last + 1, begin + pc.chunk_size);
-#else
     const uint begin = 0;
     const uint end = last + 1;
-#endif
     const uint cache_base = kv_head * pc.context * pc.head_dim;
     float running_max = -1.0 / 0.0;
     float running_sum = 0.0;
@@ -110,24 +82,10 @@ void main() {
         }
         barrier();
     }
-#ifdef SPLIT
-    const uint partial = ((t * pc.heads + head) * pc.chunks + chunk) * (pc.head_dim + 2);
-    for (uint i = 0; i < MAX_PER_THREAD; ++i) {
-        const uint d = lane + i * width;
-        if (d < pc.head_dim) {
-            y[partial + d] = accumulators[i];
-        }
-    }
-    if (lane == 0) {
-        y[partial + pc.head_dim] = running_max;
-        y[partial + pc.head_dim + 1] = running_sum;
-    }
-#else
     for (uint i = 0; i < MAX_PER_THREAD; ++i) {
         const uint d = lane + i * width;
         if (d < pc.head_dim) {
             y[q_base + d] = accumulators[i] / running_sum;
         }
     }
-#endif
 }

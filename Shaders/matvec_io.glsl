@@ -1,5 +1,5 @@
 // The interface of the decode products (matvec.comp, matvec_staged.comp): bindings and push
-// constants, laid out as `MatmulConstants` in Sources/PhiGPU/KernelConstants.swift.
+// constants, laid out as `MatvecConstants` in Sources/PhiGPU/KernelConstants.swift.
 layout(std430, binding = 0) readonly buffer Input { vec4 x[]; };         // (tokens, columns) Float32
 layout(std430, binding = 1) readonly buffer Packed { uvec4 packed[]; };  // (rows, columns · BITS / 128) blocks
 layout(std430, binding = 2) readonly buffer Scales { uint scales[]; };   // (rows, columns / group) Float16 pairs
@@ -14,4 +14,5 @@ layout(push_constant) uniform MatvecConstants {
     uint input_row;
     uint group_size;
     uint output_stride;
+    float epsilon;  // of PROLOGUE_NORM
 } pc;

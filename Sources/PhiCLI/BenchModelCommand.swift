@@ -39,6 +39,9 @@ struct BenchModel: AsyncParsableCommand {
     @Option(help: "table, json or csv.")
     var output: BenchOutputFormat = .table
 
+    @Flag(help: "After the tg test, time one more decode step kernel by kernel on the GPU (GPU timestamps).")
+    var profile = false
+
     func validate() throws {
         guard promptTokens >= 0, generationTokens >= 0 else { throw ValidationError("-p and -n must be 0 or more.") }
         guard promptTokens + generationTokens > 0 else { throw ValidationError("-p and -n are both 0: nothing to measure.") }
@@ -63,6 +66,8 @@ struct BenchModel: AsyncParsableCommand {
         var samples: [Double]
         var tokensPerSecond: Double
         var standardDeviation: Double
+        var kernels: [KernelTime]?
+        var profiledStepSeconds: Double?
     }
 
     func run() async throws {
@@ -73,7 +78,7 @@ struct BenchModel: AsyncParsableCommand {
         let chosen = try ModelLoading.backend(backend)
         let measurements = try ModelBenchmark.run(
             weights: modelWeights, backend: chosen, promptTokens: promptTokens, generationTokens: generationTokens,
-            depth: depth, repetitions: repetitions) { step in
+            depth: depth, repetitions: repetitions, profile: profile) { step in
             if Console.stderrIsTerminal { Console.err("\r\(step)…\u{1B}[K") }
         }
         if Console.stderrIsTerminal { Console.err("\r\u{1B}[K") }
@@ -81,7 +86,7 @@ struct BenchModel: AsyncParsableCommand {
         let rows = measurements.map {
             Row(model: weights.label, sizeBytes: size, backend: chosen.name, test: $0.test, kind: $0.kind, tokens: $0.tokens,
                 depth: $0.depth, repetitions: $0.samples.count, samples: $0.samples, tokensPerSecond: $0.mean,
-                standardDeviation: $0.standardDeviation)
+                standardDeviation: $0.standardDeviation, kernels: $0.kernels, profiledStepSeconds: $0.profiledStepSeconds)
         }
         switch output {
         case .json:
@@ -99,6 +104,26 @@ struct BenchModel: AsyncParsableCommand {
                 rows: rows.map { [$0.model, gib, $0.backend, $0.test,
                                   String(format: "%.2f ± %.2f", $0.tokensPerSecond, $0.standardDeviation)] },
                 rightAligned: [1, 4]))
+            for row in rows { printProfile(row) }
         }
+        if profile, !measurements.contains(where: { $0.kernels != nil }) {
+            Console.err("--profile: \(chosen.name) cannot time its kernels (only the GPU backend can), or -n is 0")
+        }
+    }
+
+    /// The per-kernel GPU times of a profiled decode step, as a table.
+    private func printProfile(_ row: Row) {
+        guard let kernels = row.kernels, let wall = row.profiledStepSeconds else { return }
+        let gpu = kernels.reduce(0) { $0 + $1.seconds }
+        let dispatches = kernels.reduce(0) { $0 + $1.dispatches }
+        Console.out("\nOne \(row.test) step, GPU time per kernel (each up to the end of the barrier after it):")
+        Console.out(TableText.markdown(
+            header: ["kernel", "dispatches", "µs", "µs each", "share"],
+            rows: kernels.map { [$0.name, "\($0.dispatches)", String(format: "%.1f", $0.seconds * 1e6),
+                                 String(format: "%.2f", $0.seconds * 1e6 / Double(max($0.dispatches, 1))),
+                                 String(format: "%.1f%%", 100 * $0.seconds / max(gpu, 1e-12))] },
+            rightAligned: [1, 2, 3, 4]))
+        Console.out(String(format: "GPU %.1f µs in %d dispatches; wall %.1f µs (host and submission %.1f µs)",
+                           gpu * 1e6, dispatches, wall * 1e6, (wall - gpu) * 1e6))
     }
 }

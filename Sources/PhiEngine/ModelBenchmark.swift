@@ -21,6 +21,10 @@ public enum ModelBenchmark {
         public var depth: Int
         /// Tokens per second of each repetition.
         public var samples: [Double]
+        /// With `profile`, for generation: GPU time per kernel of one more decode step.
+        public var kernels: [KernelTime]?
+        /// With `profile`, for generation: the wall-clock seconds of that profiled step.
+        public var profiledStepSeconds: Double?
         public var mean: Double { samples.reduce(0, +) / Double(max(samples.count, 1)) }
         /// Sample standard deviation (0 for one repetition).
         public var standardDeviation: Double {
@@ -32,14 +36,15 @@ public enum ModelBenchmark {
 
     /// Times a `promptTokens` prefill and `generationTokens` decode steps (either may be 0), each
     /// `repetitions` times from a cache filled with `depth` tokens (untimed). One untimed warm-up
-    /// token comes first. `progress` hears "pp512 2/5"-style steps.
+    /// token comes first. `progress` hears "pp512 2/5"-style steps. With `profile`, a backend that
+    /// can time its kernels times one more decode step kernel by kernel.
     public static func run(weights: ModelWeights, backend: any InferenceBackend, promptTokens: Int,
-                           generationTokens: Int, depth: Int = 0, repetitions: Int = 5,
+                           generationTokens: Int, depth: Int = 0, repetitions: Int = 5, profile: Bool = false,
                            progress: (String) -> Void = { _ in }) throws -> [Measurement] {
         let vocabulary = weights.config.vocabularySize
         let batch = min(max(promptTokens, 1), 512)
         let pass = try ForwardPass(weights: weights, backend: backend,
-                                   contextLength: depth + max(promptTokens, generationTokens) + 1, maxBatch: batch)
+                                   contextLength: depth + max(promptTokens, generationTokens) + (profile ? 3 : 1), maxBatch: batch)
         let ids = { (count: Int, salt: Int) in (0..<count).map { Int32((($0 + salt) * 7919 + 13) % vocabulary) } }
         _ = try pass.forward(tokens: [1], logits: .last)  // warm-up: touches every weight once
         let clock = ContinuousClock()
@@ -71,6 +76,15 @@ public enum ModelBenchmark {
                     token = Sampler.argmax(try pass.forward(tokens: [token], logits: .last))
                 }
                 measurement.samples.append(Double(generationTokens) / Generator.seconds(clock.now - start))
+            }
+            if profile, let profiler = backend as? any ProfilingBackend {
+                _ = try pass.forward(tokens: [1], logits: .last)  // records the step once more
+                profiler.profiling = true
+                defer { profiler.profiling = false }
+                let start = clock.now
+                _ = try pass.forward(tokens: [2], logits: .last)
+                measurement.profiledStepSeconds = Generator.seconds(clock.now - start)
+                measurement.kernels = profiler.lastProfile
             }
             results.append(measurement)
         }

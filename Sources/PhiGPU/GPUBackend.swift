@@ -11,7 +11,7 @@ import VulkanKit
 /// Values that change from step to step (token ids, positions) live in host-visible buffers that
 /// the shaders read, not in the recording; so when a step queues exactly what the previous one did
 /// (every decode step of one shape), the command buffer recorded then is submitted again as it is.
-public final class GPUBackend: InferenceBackend {
+public final class GPUBackend: ProfilingBackend {
     public let context: GPUContext
     public var name: String { "gpu (\(context.device.physical.name))" }
     /// Called while weights upload: (bytes sent, bytes in all).
@@ -44,6 +44,8 @@ public final class GPUBackend: InferenceBackend {
     private var pending: [QueuedCommand] = []
     /// The last queued product, while it may still take the residual add that follows it.
     private var lastProduct: QueuedProduct?
+    /// The last queued one-token RMSNorm or SiLU gate, while the product that follows may fuse it.
+    private var lastPrologue: QueuedPrologue?
     private var recorded: [QueuedCommand] = []
     private let rmsNormKernel: RMSNormKernel
     /// Command buffers recorded and reused so far (for benchmarks and tests).
@@ -53,6 +55,10 @@ public final class GPUBackend: InferenceBackend {
     public private(set) var lastQueueSeconds = 0.0
     private let clock = ContinuousClock()
     private var queueStart = ContinuousClock.now
+    /// While true, `flush` records a timestamp after every command (and re-records each time).
+    public var profiling = false
+    public private(set) var lastProfile: [KernelTime] = []
+    private var timestamps: TimestampQueryPool?       // (commands + 1) timestamps while profiling
 
     public init(context: GPUContext) throws {
         self.context = context
@@ -135,9 +141,8 @@ public final class GPUBackend: InferenceBackend {
         cosines = try context.buffer(copying: cosineTable, label: "rope cosines")
         sines = try context.buffer(copying: sineTable, label: "rope sines")
         rotaryDimensions = rotary.rotaryDimensions
-        // Split attention: at most 64 chunks, each a multiple of the workgroup size.
-        let width = context.workgroupSize
-        attentionChunkSize = max(width, (contextLength + 63) / 64 + width - 1) / width * width
+        // Split attention: at most 64 chunks of a multiple of 64 keys each.
+        attentionChunkSize = max(64, ((contextLength + 63) / 64 + 63) / 64 * 64)
         attentionChunks = (contextLength + attentionChunkSize - 1) / attentionChunkSize
         partials = try Buffer(device: context.device,
                               byteCount: splitTokens * config.headCount * attentionChunks * (config.headDimension + 2) * 4,
@@ -179,38 +184,51 @@ public final class GPUBackend: InferenceBackend {
         try dispatch(rmsNormKernel.pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(weightBuffer), BufferBinding(try gpu(out).buffer)],
                      RMSNormConstants(columns: UInt32(x.columns), rows: UInt32(count), epsilon: config.rmsNormEpsilon),
                      groups: (count, 1, 1))
+        if count == 1 {
+            lastPrologue = QueuedPrologue(kind: .norm, index: pending.count - 1, input: x, norm: weightBuffer, out: out)
+        }
     }
 
     public func matmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor) throws {
-        try queueMatmul(x, rows: rows, weight: weight, into: out, accumulateInto: nil)
+        // A one-token RMSNorm or SiLU gate into `x` queued just before is fused into the product.
+        var prologue: QueuedPrologue?
+        if let queued = lastPrologue, queued.index == pending.count - 1, queued.out === x, rows == 0..<1 {
+            prologue = queued
+        }
+        try queueMatmul(x, rows: rows, weight: weight, into: out, accumulateInto: nil, prologue: prologue)
     }
 
     /// Queues out = x[rows] · Wᵀ, and with `accumulator` also accumulator += out (the residual add
-    /// fused into the product's epilogue). Decode-sized products use the matvec kernel.
+    /// fused into the product's epilogue). Decode-sized products use the matvec kernel. With
+    /// `prologue`, the one-token operation that wrote x, still queued just before, is computed by
+    /// the product itself and its own dispatch dropped (when the decode kernel can take it).
     private func queueMatmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor,
-                             accumulateInto accumulator: BackendTensor?) throws {
+                             accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?) throws {
         let w = try matrix(weight)
         guard x.columns == w.columns, out.columns >= w.rows, rows.upperBound <= x.rows else {
             throw BackendError.badRange(what: "matmul \(weight) of (\(x.rows), \(x.columns)) into (\(out.rows), \(out.columns))",
                                         range: rows, limit: x.rows)
+        }
+        if rows.count == 1 {
+            let physical = context.device.physical
+            var fused = prologue
+            var kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
+                                             prologue: fused?.kind ?? .none, device: physical)
+            if kernel == nil, fused != nil {
+                fused = nil
+                kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
+                                             device: physical)
+            }
+            if let kernel {
+                try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused)
+                return
+            }
         }
         let subgroup = context.device.physical.subgroupSize
         let bindings = [BufferBinding(try gpu(x).buffer), BufferBinding(w.packed), BufferBinding(w.scales), BufferBinding(w.biases),
                         BufferBinding(try gpu(out).buffer)]
         let constants = MatmulConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: UInt32(rows.count),
                                         inputRow: UInt32(rows.lowerBound), groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns))
-        if rows.count == 1, let kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize,
-                                                            accumulate: accumulator != nil, device: context.device.physical) {
-            let subgroupsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
-            let rowsPerGroup = subgroupsPerGroup * kernel.rowsPerSubgroup
-            let pipeline = try context.pipeline(kernel.shader, bindings: 6, pushConstantSize: MemoryLayout<MatmulConstants>.size,
-                                                specialization: [UInt32(subgroupsPerGroup * subgroup)])
-            let target = try accumulator.map { try gpu($0).buffer } ?? gpu(out).buffer
-            try dispatch(pipeline, bindings + [BufferBinding(target)], constants,
-                         groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, 1, 1))
-            lastProduct = accumulator == nil ? QueuedProduct(index: pending.count - 1, x: x, rows: rows, weight: weight, out: out) : nil
-            return
-        }
         if try queuePrefillMatmul(x, rows: rows, weight: w, into: out) {
             lastProduct = nil
             if let accumulator { try queueAdd(out, count: rows.count, into: accumulator) }
@@ -225,6 +243,33 @@ public final class GPUBackend: InferenceBackend {
                      groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, (rows.count + tokensPerGroup - 1) / tokensPerGroup, 1))
         lastProduct = nil
         if let accumulator { try queueAdd(out, count: rows.count, into: accumulator) }
+    }
+
+    /// Queues the decode product with `kernel`, dropping the fused prologue's own dispatch.
+    private func queueMatvec(_ kernel: MatvecKernel, x: BackendTensor, rows: Range<Int>, weight: WeightName, w: GPUMatrix,
+                             into out: BackendTensor, accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?) throws {
+        let (config, _) = try prepared()
+        if let prologue, prologue.index == pending.count - 1 {
+            pending.removeLast()
+        }
+        let subgroup = context.device.physical.subgroupSize
+        let subgroupsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
+        let rowsPerGroup = subgroupsPerGroup * kernel.rowsPerSubgroup
+        let input = try gpu(prologue?.input ?? x).buffer
+        var bindings = [BufferBinding(input), BufferBinding(w.packed), BufferBinding(w.scales), BufferBinding(w.biases),
+                        BufferBinding(try gpu(out).buffer), BufferBinding(try accumulator.map { try gpu($0).buffer } ?? gpu(out).buffer)]
+        if !kernel.specialization.isEmpty {  // the staged kernel: norm weight and the prologue's output
+            bindings += [BufferBinding(prologue?.norm ?? input), BufferBinding(try gpu(x).buffer)]
+        }
+        let pipeline = try context.pipeline(kernel.shader, bindings: bindings.count, pushConstantSize: MemoryLayout<MatvecConstants>.size,
+                                            specialization: [UInt32(subgroupsPerGroup * subgroup)] + kernel.specialization)
+        try dispatch(pipeline, bindings,
+                     MatvecConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: 1, inputRow: UInt32(rows.lowerBound),
+                                     groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns), epsilon: config.rmsNormEpsilon),
+                     groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, 1, 1))
+        if accumulator == nil {
+            lastProduct = QueuedProduct(index: pending.count - 1, x: x, rows: rows, weight: weight, out: out, prologue: prologue)
+        }
     }
 
     public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int, queries: BackendTensor) throws {
@@ -251,9 +296,13 @@ public final class GPUBackend: InferenceBackend {
         guard config.headDimension <= min(256, 8 * width) else {
             throw BackendError.unsupportedWeight(name: "attention", reason: "head dimension \(config.headDimension) above 256")
         }
-        let split = count <= splitTokens
+        // Decode steps split the keys over many workgroups (attention_split.comp), which reads the
+        // Float16 cache 8 values at a time.
+        let splitWidth = min(128, context.device.physical.maxWorkgroupInvocations)
+        let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
         let pipeline = try context.pipeline(split ? ShaderLibrary.attentionSplit : ShaderLibrary.attention, bindings: 5,
-                                            pushConstantSize: MemoryLayout<AttentionConstants>.size, specialization: [UInt32(width)])
+                                            pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                            specialization: [UInt32(split ? splitWidth : width)])
         let slot = try parameterSlot(UInt32(startPosition))
         guard let partials else { throw BackendError.notPrepared }
         let target = split ? partials : try gpu(out).buffer
@@ -275,14 +324,18 @@ public final class GPUBackend: InferenceBackend {
 
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
         try elementwise(ShaderLibrary.siluGate, gateUp, out, count: count, width: out.columns)
+        if count == 1, gateUp.columns == 2 * out.columns {
+            lastPrologue = QueuedPrologue(kind: .silu, index: pending.count - 1, input: gateUp, norm: nil, out: out)
+        }
     }
 
     public func add(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
         // A product into `x` queued just before is re-queued to add into `accumulator` itself.
         if let product = lastProduct, product.index == pending.count - 1, product.out === x, product.rows.count == count,
-           accumulator.columns == x.columns, accumulator !== product.x {
+           accumulator.columns == x.columns, accumulator !== product.x, accumulator !== product.prologue?.input {
             pending.removeLast()
-            try queueMatmul(product.x, rows: product.rows, weight: product.weight, into: product.out, accumulateInto: accumulator)
+            try queueMatmul(product.x, rows: product.rows, weight: product.weight, into: product.out, accumulateInto: accumulator,
+                            prologue: product.prologue)
             return
         }
         try queueAdd(x, count: count, into: accumulator)
@@ -317,6 +370,7 @@ public final class GPUBackend: InferenceBackend {
     func dispatch<Constants>(_ pipeline: ComputePipeline, _ buffers: [BufferBinding], _ constants: Constants,
                                      groups: (Int, Int, Int)) throws {
         lastProduct = nil
+        lastPrologue = nil
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
         var value = constants
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
@@ -339,9 +393,14 @@ public final class GPUBackend: InferenceBackend {
         let flushStart = clock.now
         lastQueueSeconds = Double((flushStart - queueStart).components.attoseconds) * 1e-18
             + Double((flushStart - queueStart).components.seconds)
-        if pending != recorded {
+        let profiled = profiling ? try timestampPool(count: pending.count + 1) : nil
+        if pending != recorded || profiled != nil {
             try commands.begin()
-            for command in pending {
+            if let profiled {
+                commands.reset(profiled)
+                commands.writeTimestamp(profiled, index: 0)
+            }
+            for (index, command) in pending.enumerated() {
                 switch command {
                 case .dispatch(let pipeline, let set, let constants, let groups):
                     commands.dispatch(pipeline, set: set, constantBytes: constants, groups: (groups.x, groups.y, groups.z))
@@ -350,18 +409,46 @@ public final class GPUBackend: InferenceBackend {
                     commands.copy(from: source, to: destination, byteCount: byteCount, sourceOffset: sourceOffset)
                     commands.barrier()
                 }
+                if let profiled { commands.writeTimestamp(profiled, index: index + 1) }
             }
             try commands.end()
-            recorded = pending
+            // A profiled recording is not kept: the next step records afresh without timestamps.
+            recorded = profiled == nil ? pending : []
             recordings += 1
         }
+        let flushed = profiled == nil ? [] : pending
         pending.removeAll(keepingCapacity: true)
         lastProduct = nil
+        lastPrologue = nil
         tokensUsed = 0
         parametersUsed = 0
         submissions += 1
         try context.device.submit(commands, signalling: fence)
         try fence.wait()
+        if let profiled { lastProfile = try Self.kernelTimes(flushed, nanoseconds: profiled.nanoseconds(first: flushed.count + 1)) }
+    }
+
+    /// A query pool of at least `count` timestamps, grown when needed.
+    private func timestampPool(count: Int) throws -> TimestampQueryPool {
+        if let timestamps, timestamps.count >= count { return timestamps }
+        let pool = try TimestampQueryPool(device: context.device, count: max(count, 512))
+        timestamps = pool
+        return pool
+    }
+
+    /// Per-kernel GPU time from the timestamps written after each of `commands`, slowest first.
+    private static func kernelTimes(_ commands: [QueuedCommand], nanoseconds: [Double]) -> [KernelTime] {
+        var byName: [String: KernelTime] = [:]
+        for (index, command) in commands.enumerated() where index + 1 < nanoseconds.count {
+            let name = switch command {
+            case .dispatch(let pipeline, _, _, _): pipeline.name
+            case .copy: "copy"
+            }
+            let seconds = max(0, nanoseconds[index + 1] - nanoseconds[index]) * 1e-9
+            byName[name, default: KernelTime(name: name, dispatches: 0, seconds: 0)].dispatches += 1
+            byName[name]?.seconds += seconds
+        }
+        return byName.values.sorted { $0.seconds > $1.seconds }
     }
 
     private func prepared() throws -> (ModelConfig, Buffer) {
@@ -392,6 +479,19 @@ struct QueuedProduct {
     var x: BackendTensor
     var rows: Range<Int>
     var weight: WeightName
+    var out: BackendTensor
+    /// The prologue fused into the product, which its re-queueing keeps.
+    var prologue: QueuedPrologue?
+}
+
+/// A queued one-token RMSNorm or SiLU gate that the decode product reading its output may compute
+/// itself: `input` is what the operation reads, `out` what it writes.
+struct QueuedPrologue {
+    var kind: MatvecKernel.Prologue
+    var index: Int
+    var input: BackendTensor
+    /// The RMSNorm weight, (columns) Float32.
+    var norm: Buffer?
     var out: BackendTensor
 }
 

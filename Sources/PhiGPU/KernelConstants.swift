@@ -4,7 +4,7 @@ import PhiShaders
 // blocks named in each comment; `pushConstantLayouts` lets a test check every size against the
 // SPIR-V, and pipelines check it again when they are made.
 
-/// `MatmulConstants` of Shaders/matmul.comp and `MatvecConstants` of Shaders/matvec.comp (the same layout).
+/// `MatmulConstants` of Shaders/matmul.comp and Shaders/prefill.glsl (the prompt products).
 struct MatmulConstants {
     var rows: UInt32
     var columns: UInt32
@@ -12,6 +12,18 @@ struct MatmulConstants {
     var inputRow: UInt32
     var groupSize: UInt32
     var outputStride: UInt32
+}
+
+/// `MatvecConstants` of Shaders/matvec_io.glsl (the decode products).
+struct MatvecConstants {
+    var rows: UInt32
+    var columns: UInt32
+    var tokens: UInt32
+    var inputRow: UInt32
+    var groupSize: UInt32
+    var outputStride: UInt32
+    /// The RMSNorm epsilon of a norm prologue.
+    var epsilon: Float
 }
 
 /// `EmbedConstants` of Shaders/embed.comp.
@@ -63,14 +75,22 @@ struct MergeConstants {
 /// Every shader variant with the size of the Swift struct it is given as push constants.
 public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.rmsNorm, MemoryLayout<RMSNormConstants>.size),
-    (ShaderLibrary.matvecQ4, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecQ8, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecAddQ4, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecAddQ8, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecStagedQ4, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecStagedQ8, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecStagedAddQ4, MemoryLayout<MatmulConstants>.size),
-    (ShaderLibrary.matvecStagedAddQ8, MemoryLayout<MatmulConstants>.size),
+    (ShaderLibrary.matvecQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecAddQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecAddQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedAddQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedAddQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedNormQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedNormQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedNormAddQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedNormAddQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedSiluQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedSiluQ8, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedSiluAddQ4, MemoryLayout<MatvecConstants>.size),
+    (ShaderLibrary.matvecStagedSiluAddQ8, MemoryLayout<MatvecConstants>.size),
     (ShaderLibrary.matmulQ4, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matmulQ8, MemoryLayout<MatmulConstants>.size),
     (ShaderLibrary.matmulTiledQ4, MemoryLayout<MatmulConstants>.size),

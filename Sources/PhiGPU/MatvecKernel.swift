@@ -4,41 +4,76 @@ import VulkanKit
 
 /// The decode product (one token) for a matrix: the staged kernel (Shaders/matvec_staged.comp,
 /// x copied once per workgroup into shared memory) where the shapes and the device's shared memory
-/// allow it, else the plain one (Shaders/matvec.comp). `PHI_GPU_MATVEC=plain|staged` forces one
-/// (read with getenv on every product: building `ProcessInfo.environment` costs ~0.1 ms, which
-/// decode steps, queued anew each token, cannot afford).
+/// allow it, else the plain one (Shaders/matvec.comp).
+///
+/// Environment overrides, read with getenv on every product (building `ProcessInfo.environment`
+/// costs ~0.1 ms, which decode steps, queued anew each token, cannot afford):
+/// `PHI_GPU_MATVEC=plain|staged` forces a kernel; `PHI_GPU_MATVEC_ROWS` and
+/// `PHI_GPU_MATVEC_UNROLL` set the staged kernel's rows per subgroup and blocks in flight per lane.
 struct MatvecKernel {
+    /// What the staged kernel computes x from, fusing the operation that would have produced it.
+    enum Prologue: Equatable {
+        /// x is the input row.
+        case none
+        /// x = RMSNorm(input row) · weight.
+        case norm
+        /// x = silu(gate) · up of the input row gate | up.
+        case silu
+    }
+
     var shader: ShaderBinary
-    /// Rows computed by each subgroup (the ROWS define of the variant).
+    /// Rows computed by each subgroup.
     var rowsPerSubgroup: Int
+    /// Specialization constants after the workgroup size (the staged kernel's ROWS and UNROLL).
+    var specialization: [UInt32]
 
     /// Columns of x the staged kernel holds in shared memory at a time (its CHUNK define).
     static let stagedChunk = 4096
+    static let defaultRows = 4
+    static let defaultUnroll = 2
 
-    /// Shared memory the staged kernel declares for `bits`-bit weights: padded x and block sums.
+    /// Shared memory the staged kernel declares for `bits`-bit weights: padded x, block sums and
+    /// the norm's subgroup sums.
     static func stagedSharedBytes(bits: Int) -> Int {
         let blockValues = 128 / bits, blocks = stagedChunk / blockValues
-        return blocks * (blockValues / 4 + 1) * 16 + blocks * 4
+        return blocks * (blockValues / 4 + 1) * 16 + blocks * 4 + 64 * 4
     }
 
     /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
-    /// neither decode kernel takes the shape (the general product does).
-    static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, device: PhysicalDevice,
-                       override: String? = getenv("PHI_GPU_MATVEC").map { String(cString: $0) }) -> MatvecKernel? {
+    /// no decode kernel takes the shape (the general product does) or the prologue cannot be fused.
+    static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
+                       device: PhysicalDevice) -> MatvecKernel? {
+        let override = environment("PHI_GPU_MATVEC")
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.sharedMemoryBytes
         let staged = stagedFits && override != "plain"
-        let shader = switch (staged, bits == 4, accumulate) {
-        case (true, true, false): ShaderLibrary.matvecStagedQ4
-        case (true, true, true): ShaderLibrary.matvecStagedAddQ4
-        case (true, false, false): ShaderLibrary.matvecStagedQ8
-        case (true, false, true): ShaderLibrary.matvecStagedAddQ8
-        case (false, true, false): ShaderLibrary.matvecQ4
-        case (false, true, true): ShaderLibrary.matvecAddQ4
-        case (false, false, false): ShaderLibrary.matvecQ8
-        case (false, false, true): ShaderLibrary.matvecAddQ8
+        guard prologue == .none || (staged && (prologue != .norm || columns <= stagedChunk)) else { return nil }
+        guard staged else {
+            let shader = switch (bits == 4, accumulate) {
+            case (true, false): ShaderLibrary.matvecQ4
+            case (true, true): ShaderLibrary.matvecAddQ4
+            case (false, false): ShaderLibrary.matvecQ8
+            case (false, true): ShaderLibrary.matvecAddQ8
+            }
+            return MatvecKernel(shader: shader, rowsPerSubgroup: 2, specialization: [])  // ROWS of matvec.comp
         }
-        return MatvecKernel(shader: shader, rowsPerSubgroup: staged ? 4 : 2)  // the ROWS defines in variants.json
+        let shader = stagedShaders[(prologue == .norm ? 4 : prologue == .silu ? 8 : 0) + (accumulate ? 2 : 0) + (bits == 4 ? 0 : 1)]
+        let rows = environment("PHI_GPU_MATVEC_ROWS").flatMap(Int.init).map { min(max($0, 1), 16) } ?? defaultRows
+        let unroll = environment("PHI_GPU_MATVEC_UNROLL").flatMap(Int.init).map { min(max($0, 1), 8) } ?? defaultUnroll
+        return MatvecKernel(shader: shader, rowsPerSubgroup: rows, specialization: [UInt32(rows), UInt32(unroll)])
+    }
+
+    /// The staged variants by prologue (none, norm, silu), then accumulate (no, yes), then bits (4, 8).
+    private static let stagedShaders = [
+        ShaderLibrary.matvecStagedQ4, ShaderLibrary.matvecStagedQ8, ShaderLibrary.matvecStagedAddQ4, ShaderLibrary.matvecStagedAddQ8,
+        ShaderLibrary.matvecStagedNormQ4, ShaderLibrary.matvecStagedNormQ8,
+        ShaderLibrary.matvecStagedNormAddQ4, ShaderLibrary.matvecStagedNormAddQ8,
+        ShaderLibrary.matvecStagedSiluQ4, ShaderLibrary.matvecStagedSiluQ8,
+        ShaderLibrary.matvecStagedSiluAddQ4, ShaderLibrary.matvecStagedSiluAddQ8,
+    ]
+
+    private static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
     }
 }

@@ -155,3 +155,27 @@ public protocol InferenceBackend: AnyObject {
     /// Runs everything recorded so far and returns rows `rows` of `tensor`, row-major.
     func read(_ tensor: BackendTensor, rows: Range<Int>) throws -> [Float]
 }
+
+/// GPU time of one kind of kernel within a profiled forward call.
+public struct KernelTime: Sendable, Codable {
+    /// The shader variant (or "copy").
+    public var name: String
+    /// Dispatches of it in the call.
+    public var dispatches: Int
+    /// GPU seconds spent in them, each measured up to the end of the barrier that follows it.
+    public var seconds: Double
+
+    public init(name: String, dispatches: Int, seconds: Double) {
+        self.name = name
+        self.dispatches = dispatches
+        self.seconds = seconds
+    }
+}
+
+/// A backend that can time each of its kernels on the device (GPU timestamps).
+public protocol ProfilingBackend: InferenceBackend {
+    /// While true, every synchronisation records a timestamp after each command.
+    var profiling: Bool { get set }
+    /// Kernel times of the last synchronisation made while profiling, slowest first.
+    var lastProfile: [KernelTime] { get }
+}

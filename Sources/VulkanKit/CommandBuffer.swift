@@ -143,8 +143,10 @@ public final class TimestampQueryPool: @unchecked Sendable {
 
     deinit { vkDestroyQueryPool(device.handle, handle, nil) }
 
-    /// The timestamps written so far, in nanoseconds (waits for them).
-    public func nanoseconds() throws -> [Double] {
+    /// The first `first` timestamps (all by default), in nanoseconds; waits for them, so each of
+    /// them must have been written.
+    public func nanoseconds(first: Int? = nil) throws -> [Double] {
+        let count = min(first ?? self.count, self.count)
         var ticks = [UInt64](repeating: 0, count: count)
         let flags = VkQueryResultFlags(VK_QUERY_RESULT_64_BIT.rawValue | VK_QUERY_RESULT_WAIT_BIT.rawValue)
         try ticks.withUnsafeMutableBytes { bytes in
