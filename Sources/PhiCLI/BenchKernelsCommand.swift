@@ -91,6 +91,26 @@ struct BenchKernels: AsyncParsableCommand {
                                   String(format: "%.1f", $0.gigabytesPerSecond), $0.percentOfBandwidth.map { String(format: "%.0f%%", $0) } ?? "-",
                                   String(format: "%.3f", $0.teraflops), String(format: "%.1e", $0.relativeError)] },
                 rightAligned: [2, 3, 4, 5, 6, 7]))
+            if let context = (chosen as? GPUBackend)?.context {
+                try printReadCeilings(context: context, rows: rows.filter { $0.tokens == 1 })
+            }
         }
+    }
+
+    /// What a bare streaming read of each decode product's bytes takes, with a dispatch and barrier
+    /// each like the products: how close a product of that size can get to the bandwidth.
+    private func printReadCeilings(context: GPUContext, rows: [KernelBenchmark.Row]) throws {
+        guard !rows.isEmpty else { return }
+        Console.out("\nStreaming reads of each decode product's bytes, one dispatch and barrier each:")
+        var table: [[String]] = []
+        for row in rows {
+            let bytes = row.gigabytesPerSecond * 1e9 * row.microsecondsPerCall * 1e-6
+            let seconds = try GPUBandwidth.secondsPerRead(context: context, byteCount: Int(bytes))
+            table.append([row.name, String(format: "%.1f MB", bytes / 1e6), String(format: "%.1f", seconds * 1e6),
+                          String(format: "%.1f", bytes / seconds / 1e9),
+                          String(format: "%.0f%%", 100 * seconds / (row.microsecondsPerCall * 1e-6))])
+        }
+        Console.out(TableText.markdown(header: ["bytes of", "size", "µs/read", "GB/s", "product at % of it"], rows: table,
+                                       rightAligned: [1, 2, 3, 4]))
     }
 }

@@ -68,6 +68,8 @@ struct BenchModel: AsyncParsableCommand {
         var standardDeviation: Double
         var kernels: [KernelTime]?
         var profiledStepSeconds: Double?
+        var stepSeconds: Double?
+        var queueSeconds: Double?
     }
 
     func run() async throws {
@@ -86,7 +88,8 @@ struct BenchModel: AsyncParsableCommand {
         let rows = measurements.map {
             Row(model: weights.label, sizeBytes: size, backend: chosen.name, test: $0.test, kind: $0.kind, tokens: $0.tokens,
                 depth: $0.depth, repetitions: $0.samples.count, samples: $0.samples, tokensPerSecond: $0.mean,
-                standardDeviation: $0.standardDeviation, kernels: $0.kernels, profiledStepSeconds: $0.profiledStepSeconds)
+                standardDeviation: $0.standardDeviation, kernels: $0.kernels, profiledStepSeconds: $0.profiledStepSeconds,
+                stepSeconds: $0.stepSeconds, queueSeconds: $0.queueSeconds)
         }
         switch output {
         case .json:
@@ -123,7 +126,11 @@ struct BenchModel: AsyncParsableCommand {
                                  String(format: "%.2f", $0.seconds * 1e6 / Double(max($0.dispatches, 1))),
                                  String(format: "%.1f%%", 100 * $0.seconds / max(gpu, 1e-12))] },
             rightAligned: [1, 2, 3, 4]))
-        Console.out(String(format: "GPU %.1f µs in %d dispatches; wall %.1f µs (host and submission %.1f µs)",
-                           gpu * 1e6, dispatches, wall * 1e6, (wall - gpu) * 1e6))
+        Console.out(String(format: "GPU %.1f µs in %d dispatches (the profiled step took %.1f µs of wall time)",
+                           gpu * 1e6, dispatches, wall * 1e6))
+        if let step = row.stepSeconds, let queue = row.queueSeconds {
+            Console.out(String(format: "A step without profiling: %.1f µs of wall time, %.1f µs of it the host queueing the commands",
+                               step * 1e6, queue * 1e6))
+        }
     }
 }

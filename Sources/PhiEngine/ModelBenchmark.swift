@@ -25,6 +25,10 @@ public enum ModelBenchmark {
         public var kernels: [KernelTime]?
         /// With `profile`, for generation: the wall-clock seconds of that profiled step.
         public var profiledStepSeconds: Double?
+        /// With `profile`, for generation: wall-clock seconds of one more step, not profiled, and the
+        /// host's share of it spent queueing the step's commands.
+        public var stepSeconds: Double?
+        public var queueSeconds: Double?
         public var mean: Double { samples.reduce(0, +) / Double(max(samples.count, 1)) }
         /// Sample standard deviation (0 for one repetition).
         public var standardDeviation: Double {
@@ -78,7 +82,10 @@ public enum ModelBenchmark {
                 measurement.samples.append(Double(generationTokens) / Generator.seconds(clock.now - start))
             }
             if profile, let profiler = backend as? any ProfilingBackend {
-                _ = try pass.forward(tokens: [1], logits: .last)  // records the step once more
+                let unprofiled = clock.now
+                _ = try pass.forward(tokens: [1], logits: .last)
+                measurement.stepSeconds = Generator.seconds(clock.now - unprofiled)
+                measurement.queueSeconds = profiler.lastQueueSeconds
                 profiler.profiling = true
                 defer { profiler.profiling = false }
                 let start = clock.now

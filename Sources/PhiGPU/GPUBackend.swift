@@ -253,7 +253,7 @@ public final class GPUBackend: ProfilingBackend {
             pending.removeLast()
         }
         let subgroup = context.device.physical.subgroupSize
-        let subgroupsPerGroup = max(1, min(4, context.workgroupSize / subgroup))
+        let subgroupsPerGroup = max(1, min(kernel.subgroups, context.device.physical.maxWorkgroupInvocations / subgroup))
         let rowsPerGroup = subgroupsPerGroup * kernel.rowsPerSubgroup
         let input = try gpu(prologue?.input ?? x).buffer
         var bindings = [BufferBinding(input), BufferBinding(w.packed), BufferBinding(w.scales), BufferBinding(w.biases),
@@ -400,11 +400,15 @@ public final class GPUBackend: ProfilingBackend {
                 commands.reset(profiled)
                 commands.writeTimestamp(profiled, index: 0)
             }
+            // Each command waits for the one before: compute-to-compute between dispatches, with the
+            // transfer stage only on either side of a copy.
+            let fullBarriers = getenv("PHI_GPU_BARRIER").map { String(cString: $0) == "full" } ?? false
             for (index, command) in pending.enumerated() {
+                let nextIsCopy = index + 1 < pending.count && { if case .copy = pending[index + 1] { true } else { false } }()
                 switch command {
                 case .dispatch(let pipeline, let set, let constants, let groups):
                     commands.dispatch(pipeline, set: set, constantBytes: constants, groups: (groups.x, groups.y, groups.z))
-                    commands.barrier()
+                    if fullBarriers { commands.barrier() } else { commands.barrier(from: .compute, to: nextIsCopy ? [.compute, .transfer] : .compute) }
                 case .copy(let source, let destination, let byteCount, let sourceOffset):
                     commands.copy(from: source, to: destination, byteCount: byteCount, sourceOffset: sourceOffset)
                     commands.barrier()

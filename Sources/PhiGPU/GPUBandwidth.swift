@@ -32,4 +32,40 @@ public enum GPUBandwidth {
         }
         return Double(count * 16) / best
     }
+
+    /// GPU seconds per read of `byteCount` bytes when reads are dispatched one after another, each
+    /// followed by a barrier, cycling through `buffers` buffers so that the L2 cache cannot hold
+    /// them: the ceiling of a decode product reading as many bytes, launch and barrier included.
+    public static func secondsPerRead(context: GPUContext, byteCount: Int, buffers: Int = 4, dispatches: Int = 100) throws -> Double {
+        let count = max(1, byteCount / 16)
+        let sources = try (0..<buffers).map { _ in
+            try Buffer(device: context.device, byteCount: count * 16, location: .deviceLocal, label: "bandwidth source")
+        }
+        for source in sources { try source.fill(0x1234_5678) }
+        let workgroups = min(65535, max(1, (count + 1023) / 1024))  // four 16-byte loads per invocation
+        let sink = try Buffer(device: context.device, byteCount: workgroups * 4, location: .deviceLocal, label: "bandwidth sink")
+        let pipeline = try context.pipeline(ShaderLibrary.streamRead, bindings: 2,
+                                            pushConstantSize: MemoryLayout<StreamReadConstants>.size, specialization: [256])
+        let sets = try sources.map { try context.descriptorSet(for: pipeline, buffers: [BufferBinding($0), BufferBinding(sink)]) }
+        let timestamps = try TimestampQueryPool(device: context.device, count: 2)
+        let pool = try CommandPool(device: context.device)
+        let commands = try CommandBuffer(pool: pool)
+        try commands.begin()
+        commands.reset(timestamps)
+        commands.writeTimestamp(timestamps, index: 0)
+        for index in 0..<dispatches {
+            commands.dispatch(pipeline, set: sets[index % buffers], constants: StreamReadConstants(count: UInt32(count)),
+                              groups: (workgroups, 1, 1))
+            commands.barrier(from: .compute, to: .compute)
+        }
+        commands.writeTimestamp(timestamps, index: 1)
+        try commands.end()
+        var best = Double.infinity
+        for _ in 0..<3 {
+            try context.device.submitAndWait(commands)
+            let times = try timestamps.nanoseconds()
+            best = min(best, (times[1] - times[0]) * 1e-9 / Double(dispatches))
+        }
+        return best
+    }
 }

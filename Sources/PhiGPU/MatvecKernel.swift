@@ -9,7 +9,8 @@ import VulkanKit
 /// Environment overrides, read with getenv on every product (building `ProcessInfo.environment`
 /// costs ~0.1 ms, which decode steps, queued anew each token, cannot afford):
 /// `PHI_GPU_MATVEC=plain|staged` forces a kernel; `PHI_GPU_MATVEC_ROWS` and
-/// `PHI_GPU_MATVEC_UNROLL` set the staged kernel's rows per subgroup and blocks in flight per lane.
+/// `PHI_GPU_MATVEC_UNROLL` set the staged kernel's rows per subgroup and blocks in flight per lane,
+/// `PHI_GPU_MATVEC_SUBGROUPS` its subgroups per workgroup.
 struct MatvecKernel {
     /// What the staged kernel computes x from, fusing the operation that would have produced it.
     enum Prologue: Equatable {
@@ -24,13 +25,17 @@ struct MatvecKernel {
     var shader: ShaderBinary
     /// Rows computed by each subgroup.
     var rowsPerSubgroup: Int
+    /// Subgroups per workgroup (each workgroup stages x once for all of them).
+    var subgroups: Int
     /// Specialization constants after the workgroup size (the staged kernel's ROWS and UNROLL).
     var specialization: [UInt32]
 
     /// Columns of x the staged kernel holds in shared memory at a time (its CHUNK define).
     static let stagedChunk = 4096
     static let defaultRows = 4
-    static let defaultUnroll = 2
+    // Measured best on an H100 at the Phi-3.5-mini shapes (BENCHMARKS.md): 8 subgroups × 4 rows, one block in flight.
+    static let defaultUnroll = 1
+    static let defaultSubgroups = 8
 
     /// Shared memory the staged kernel declares for `bits`-bit weights: padded x, block sums and
     /// the norm's subgroup sums.
@@ -56,12 +61,13 @@ struct MatvecKernel {
             case (false, false): ShaderLibrary.matvecQ8
             case (false, true): ShaderLibrary.matvecAddQ8
             }
-            return MatvecKernel(shader: shader, rowsPerSubgroup: 2, specialization: [])  // ROWS of matvec.comp
+            return MatvecKernel(shader: shader, rowsPerSubgroup: 2, subgroups: 4, specialization: [])  // ROWS of matvec.comp
         }
         let shader = stagedShaders[(prologue == .norm ? 4 : prologue == .silu ? 8 : 0) + (accumulate ? 2 : 0) + (bits == 4 ? 0 : 1)]
         let rows = environment("PHI_GPU_MATVEC_ROWS").flatMap(Int.init).map { min(max($0, 1), 16) } ?? defaultRows
         let unroll = environment("PHI_GPU_MATVEC_UNROLL").flatMap(Int.init).map { min(max($0, 1), 8) } ?? defaultUnroll
-        return MatvecKernel(shader: shader, rowsPerSubgroup: rows, specialization: [UInt32(rows), UInt32(unroll)])
+        let subgroups = environment("PHI_GPU_MATVEC_SUBGROUPS").flatMap(Int.init).map { min(max($0, 1), 32) } ?? defaultSubgroups
+        return MatvecKernel(shader: shader, rowsPerSubgroup: rows, subgroups: subgroups, specialization: [UInt32(rows), UInt32(unroll)])
     }
 
     /// The staged variants by prologue (none, norm, silu), then accumulate (no, yes), then bits (4, 8).

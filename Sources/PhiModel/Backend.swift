@@ -178,4 +178,6 @@ public protocol ProfilingBackend: InferenceBackend {
     var profiling: Bool { get set }
     /// Kernel times of the last synchronisation made while profiling, slowest first.
     var lastProfile: [KernelTime] { get }
+    /// Host seconds spent queueing the last synchronisation's commands (from the first to the submit).
+    var lastQueueSeconds: Double { get }
 }

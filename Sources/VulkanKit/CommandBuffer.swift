@@ -85,13 +85,32 @@ public final class CommandBuffer: @unchecked Sendable {
 
     /// Makes every earlier shader or transfer write visible to every later shader or transfer.
     public func barrier() {
+        barrier(from: [.compute, .transfer], to: [.compute, .transfer])
+    }
+
+    /// The pipeline stages a barrier waits on or holds back.
+    public struct Stages: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let compute = Stages(rawValue: 1)
+        public static let transfer = Stages(rawValue: 2)
+    }
+
+    /// Makes the writes of the `from` stages of earlier commands visible to the `to` stages of
+    /// later ones (a compute-to-compute barrier between dependent dispatches is the cheapest).
+    public func barrier(from: Stages, to: Stages) {
+        func flags(_ stages: Stages) -> VkPipelineStageFlags {
+            VkPipelineStageFlags((stages.contains(.compute) ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue : 0)
+                | (stages.contains(.transfer) ? VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue : 0))
+        }
         var memory = VkMemoryBarrier()
         memory.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER
-        memory.srcAccessMask = VkAccessFlags(VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
-        memory.dstAccessMask = VkAccessFlags(VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
-            | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
-        let stages = VkPipelineStageFlags(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue)
-        vkCmdPipelineBarrier(handle, stages, stages, 0, 1, &memory, 0, nil, 0, nil)
+        memory.srcAccessMask = VkAccessFlags((from.contains(.compute) ? VK_ACCESS_SHADER_WRITE_BIT.rawValue : 0)
+            | (from.contains(.transfer) ? VK_ACCESS_TRANSFER_WRITE_BIT.rawValue : 0))
+        memory.dstAccessMask = VkAccessFlags(
+            (to.contains(.compute) ? VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue : 0)
+            | (to.contains(.transfer) ? VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue : 0))
+        vkCmdPipelineBarrier(handle, flags(from), flags(to), 0, 1, &memory, 0, nil, 0, nil)
     }
 
     /// Copies `byteCount` bytes between buffers.
