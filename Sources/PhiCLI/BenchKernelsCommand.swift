@@ -101,7 +101,7 @@ struct BenchKernels: AsyncParsableCommand {
     /// each like the products: how close a product of that size can get to the bandwidth.
     private func printReadCeilings(context: GPUContext, rows: [KernelBenchmark.Row]) throws {
         guard !rows.isEmpty else { return }
-        Console.out("\nStreaming reads of each decode product's bytes, one dispatch and barrier each:")
+        Console.out("\nStreaming reads of each decode product's bytes, one dispatch and barrier each:\n")
         var table: [[String]] = []
         for row in rows {
             let bytes = row.gigabytesPerSecond * 1e9 * row.microsecondsPerCall * 1e-6

@@ -119,17 +119,17 @@ struct BenchModel: AsyncParsableCommand {
         guard let kernels = row.kernels, let wall = row.profiledStepSeconds else { return }
         let gpu = kernels.reduce(0) { $0 + $1.seconds }
         let dispatches = kernels.reduce(0) { $0 + $1.dispatches }
-        Console.out("\nOne \(row.test) step, GPU time per kernel (each up to the end of the barrier after it):")
+        Console.out("\nOne \(row.test) step, GPU time per kernel (each up to the end of the barrier after it):\n")
         Console.out(TableText.markdown(
             header: ["kernel", "dispatches", "µs", "µs each", "share"],
             rows: kernels.map { [$0.name, "\($0.dispatches)", String(format: "%.1f", $0.seconds * 1e6),
                                  String(format: "%.2f", $0.seconds * 1e6 / Double(max($0.dispatches, 1))),
                                  String(format: "%.1f%%", 100 * $0.seconds / max(gpu, 1e-12))] },
             rightAligned: [1, 2, 3, 4]))
-        Console.out(String(format: "GPU %.1f µs in %d dispatches (the profiled step took %.1f µs of wall time)",
+        Console.out(String(format: "GPU %.1f µs in %d dispatches (the profiled step took %.1f µs of wall time)\n",
                            gpu * 1e6, dispatches, wall * 1e6))
         if let step = row.stepSeconds, let queue = row.queueSeconds {
-            Console.out(String(format: "A step without profiling: %.1f µs of wall time, %.1f µs of it the host queueing the commands",
+            Console.out(String(format: "A step without profiling: %.1f µs of wall time, %.1f µs of it the host queueing the commands\n",
                                step * 1e6, queue * 1e6))
         }
     }
