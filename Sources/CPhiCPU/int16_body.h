@@ -1,6 +1,7 @@
 // The int16 product kernels, written once over a vector width and included by each ISA's file
 // (quantized_int16.c: AVX2, 8-word blocks; quantized_vnni.c: AVX-512 VNNI, 16-word blocks).
-// The includer defines TARGET, WORDS (32-bit words per block), TILE_ROWS, TILE_TOKENS, NAME(x),
+// The includer defines TARGET, WORDS (32-bit words per block), NAME(x), the tiles (TILE_ROWS x
+// TILE_TOKENS for several tokens, DECODE_ROWS x 1 for one),
 // the types ivec/fvec and these helpers:
 //   ivec load_words(const uint32_t *p)        WORDS packed words
 //   ivec load_x(const int16_t *p)             2 * WORDS int16 values of x
@@ -8,99 +9,83 @@
 //   ivec unpack(ivec w, int shift, ivec mask, int last)  (w >> shift) & mask in 16-bit lanes
 //                                              (no mask for the top element: last)
 //   ivec dot(ivec acc, ivec q, ivec x)        acc + pairwise q * x, in 32-bit lanes (one per word)
-//   ivec combine(ivec hi, ivec lo)            (hi << LO_BITS) + lo, in 32-bit lanes
 //   fvec spread_f16(const uint16_t *p, const struct spread *s)  per-word-lane values of a block's groups
 //   fvec spread_f32(const float *p, const struct spread *s)
-//   float sum_lanes(fvec v), izero, fzero, fmadd, fmul, to_float, and make_spread (struct spread)
+//   float sum_lanes(fvec v), izero, fzero, fset1, fmadd, fmul, to_float, and make_spread (struct spread)
 // x comes in two int16 parts per element (x / scale = hi + lo / 2^LO_BITS, see
-// phi_cpu_quantize_int16): each unpacked weight vector meets both, and the two integer sums are
-// combined once per block, so x keeps ~20 bits (the float kernel's accuracy) at twice the dots.
+// phi_cpu_quantize_int16): each unpacked weight vector meets both, and each integer sum is
+// converted once per block, so x keeps ~30 bits (beyond the float kernel's accuracy) at twice the dots.
 // In a block, 16-bit lane l holds elements l * E .. l * E + E - 1 (E = 16 / bits), so one shift
 // and mask yields element j of every lane; x is laid out to match (phi_cpu_quantize_int16).
 // Each 32-bit lane of a dot is one word, which lies inside one group: after a block, the lane
 // sums are converted to float once and scaled by weight scale * x scale of their group.
 
-// Products of rows [row_start, row_end) of BITS-bit weights with every token of p.
+// Products of rows [row_start, row_end) of `bits`-bit weights with every token of p, in tiles of
+// `tile_rows` rows x `tile_tokens` tokens (constants after inlining, at most MAX_TILE each): each
+// unpacked weight vector is used tile_tokens times and each x vector tile_rows times from registers.
+#define MAX_TILE 4
+
 TARGET __attribute__((always_inline)) static inline void NAME(rows)(const struct int16_problem *p, int bits,
+                                                                     int tile_rows, int tile_tokens,
                                                                      int row_start, int row_end) {
     const int e = 16 / bits, block_elements = WORDS * 2 * e, blocks = p->words_per_row / WORDS;
     const int groups = p->groups_per_row;
     const ivec mask = lane_mask(bits);
+    const fvec lo_weight = fset1(1.0f / (1 << LO_BITS));
     struct spread sp;
     make_spread(&sp, block_elements, p->group_size);
-    if (p->tokens == 1) {
-        for (int r = row_start; r < row_end; r++) {
-            const uint32_t *row_words = p->words + (long)r * p->words_per_row;  // (words_per_row)
-            const uint16_t *row_scales = p->scales + (long)r * groups;           // (groups)
-            fvec acc = fzero();
-            for (int b = 0; b < blocks; b++) {
-                const ivec w = load_words(row_words + b * WORDS);
-                const int16_t *x = p->xq + 2 * b * block_elements;  // hi (block_elements), then lo
-                ivec hi = izero(), lo = izero();
-                for (int j = 0; j < e; j++) {
-                    const ivec q = unpack(w, j * bits, mask, j == e - 1);
-                    hi = dot(hi, q, load_x(x + j * 2 * WORDS));
-                    lo = dot(lo, q, load_x(x + block_elements + j * 2 * WORDS));
-                }
-                const ivec s = combine(hi, lo);
-                const int g = b * block_elements / p->group_size;
-                acc = fmadd(to_float(s), fmul(spread_f16(row_scales + g, &sp), spread_f32(p->x_scales + g, &sp)), acc);
-            }
-            p->out[r] = sum_lanes(acc) + bias_term(p->biases + (long)r * groups, p->sums, groups);
-        }
-        return;
-    }
-    // Prompt: TILE_ROWS rows x TILE_TOKENS tokens per pass; each unpacked weight vector is used
-    // TILE_TOKENS times and each x vector TILE_ROWS times from registers.
-    for (int r = row_start; r < row_end; r += TILE_ROWS) {
-        const int m = row_end - r < TILE_ROWS ? row_end - r : TILE_ROWS;
-        const uint32_t *row_words[TILE_ROWS];  // each (words_per_row); rows past the end repeat row r
-        const uint16_t *row_scales[TILE_ROWS]; // each (groups)
-        for (int k = 0; k < TILE_ROWS; k++) {
+    for (int r = row_start; r < row_end; r += tile_rows) {
+        const int m = row_end - r < tile_rows ? row_end - r : tile_rows;
+        const uint32_t *row_words[MAX_TILE];  // each (words_per_row); rows past the end repeat row r
+        const uint16_t *row_scales[MAX_TILE]; // each (groups)
+        for (int k = 0; k < tile_rows; k++) {
             const long row = r + (k < m ? k : 0);
             row_words[k] = p->words + row * p->words_per_row;
             row_scales[k] = p->scales + row * groups;
         }
-        for (int t = 0; t < p->tokens; t += TILE_TOKENS) {
-            const int n = p->tokens - t < TILE_TOKENS ? p->tokens - t : TILE_TOKENS;
-            const int16_t *x[TILE_TOKENS];   // each (2 * columns); tokens past the end repeat token t
-            const float *xs[TILE_TOKENS];    // each (groups)
-            fvec acc[TILE_ROWS][TILE_TOKENS];
-            for (int i = 0; i < TILE_TOKENS; i++) {
+        for (int t = 0; t < p->tokens; t += tile_tokens) {
+            const int n = p->tokens - t < tile_tokens ? p->tokens - t : tile_tokens;
+            long x_offset[MAX_TILE];       // token i's x at xq + x_offset[i]; tokens past the end repeat t
+            const float *xs[MAX_TILE];    // each (groups)
+            fvec acc[MAX_TILE][MAX_TILE];
+            for (int i = 0; i < tile_tokens; i++) {
                 const long token = t + (i < n ? i : 0);
-                x[i] = p->xq + token * 2 * p->columns;
+                x_offset[i] = token * 2 * p->columns;
                 xs[i] = p->x_scales + token * groups;
-                for (int k = 0; k < TILE_ROWS; k++) acc[k][i] = fzero();
+                for (int k = 0; k < tile_rows; k++) acc[k][i] = fzero();
             }
             for (int b = 0; b < blocks; b++) {
-                ivec w[TILE_ROWS], s[TILE_ROWS][TILE_TOKENS];
-                for (int k = 0; k < TILE_ROWS; k++) {
-                    w[k] = load_words(row_words[k] + b * WORDS);
-                    for (int i = 0; i < TILE_TOKENS; i++) s[k][i] = izero();
-                }
-                const int o = 2 * b * block_elements;
-                // The hi parts, then (sums shifted) the lo parts into the same accumulators.
-                for (int part = 0; part < 2; part++) {
-                    if (part == 1) {
-                        for (int k = 0; k < TILE_ROWS; k++) {
-                            for (int i = 0; i < TILE_TOKENS; i++) s[k][i] = combine(s[k][i], izero());
-                        }
-                    }
-                    for (int j = 0; j < e; j++) {
-                        ivec q[TILE_ROWS];
-                        for (int k = 0; k < TILE_ROWS; k++) q[k] = unpack(w[k], j * bits, mask, j == e - 1);
-                        for (int i = 0; i < TILE_TOKENS; i++) {
-                            const ivec xv = load_x(x[i] + o + part * block_elements + j * 2 * WORDS);
-                            for (int k = 0; k < TILE_ROWS; k++) s[k][i] = dot(s[k][i], q[k], xv);
-                        }
-                    }
-                }
+                ivec w[MAX_TILE];
+                fvec ws[MAX_TILE];
                 const int g = b * block_elements / p->group_size;
-                fvec ws[TILE_ROWS];
-                for (int k = 0; k < TILE_ROWS; k++) ws[k] = spread_f16(row_scales[k] + g, &sp);
-                for (int i = 0; i < TILE_TOKENS; i++) {
+                for (int k = 0; k < tile_rows; k++) {
+                    w[k] = load_words(row_words[k] + b * WORDS);
+                    ws[k] = spread_f16(row_scales[k] + g, &sp);
+                }
+                // Integer sums of the hi and the lo parts, each converted once, combined, then scaled.
+                const int16_t *block_x = p->xq + 2 * b * block_elements;  // hi (block_elements), then lo
+                ivec hi[MAX_TILE][MAX_TILE], lo[MAX_TILE][MAX_TILE];
+                for (int k = 0; k < tile_rows; k++) {
+                    for (int i = 0; i < tile_tokens; i++) hi[k][i] = lo[k][i] = izero();
+                }
+                for (int j = 0; j < e; j++) {
+                    ivec q[MAX_TILE];
+                    for (int k = 0; k < tile_rows; k++) q[k] = unpack(w[k], j * bits, mask, j == e - 1);
+                    for (int i = 0; i < tile_tokens; i++) {
+                        const ivec xh = load_x(block_x + x_offset[i] + j * 2 * WORDS);
+                        const ivec xl = load_x(block_x + x_offset[i] + block_elements + j * 2 * WORDS);
+                        for (int k = 0; k < tile_rows; k++) {
+                            hi[k][i] = dot(hi[k][i], q[k], xh);
+                            lo[k][i] = dot(lo[k][i], q[k], xl);
+                        }
+                    }
+                }
+                for (int i = 0; i < tile_tokens; i++) {
                     const fvec xsv = spread_f32(xs[i] + g, &sp);
-                    for (int k = 0; k < TILE_ROWS; k++) acc[k][i] = fmadd(to_float(s[k][i]), fmul(ws[k], xsv), acc[k][i]);
+                    for (int k = 0; k < tile_rows; k++) {
+                        const fvec sum = fmadd(to_float(lo[k][i]), lo_weight, to_float(hi[k][i]));
+                        acc[k][i] = fmadd(sum, fmul(ws[k], xsv), acc[k][i]);
+                    }
                 }
             }
             for (int k = 0; k < m; k++) {
@@ -114,9 +99,11 @@ TARGET __attribute__((always_inline)) static inline void NAME(rows)(const struct
 }
 
 TARGET static void NAME(rows_4)(const struct int16_problem *p, int row_start, int row_end) {
-    NAME(rows)(p, 4, row_start, row_end);
+    if (p->tokens == 1) NAME(rows)(p, 4, DECODE_ROWS, 1, row_start, row_end);
+    else NAME(rows)(p, 4, TILE_ROWS, TILE_TOKENS, row_start, row_end);
 }
 
 TARGET static void NAME(rows_8)(const struct int16_problem *p, int row_start, int row_end) {
-    NAME(rows)(p, 8, row_start, row_end);
+    if (p->tokens == 1) NAME(rows)(p, 8, DECODE_ROWS, 1, row_start, row_end);
+    else NAME(rows)(p, 8, TILE_ROWS, TILE_TOKENS, row_start, row_end);
 }

@@ -4,9 +4,8 @@
 
 #include "avx2_common.h"
 
-// x / scale = hi + lo / 2^LO_BITS. The block sums of q * hi (|q| <= 255, at most 4 products of 8-bit
-// weights a lane, 8 of 4-bit) times 2^LO_BITS stay below 2^31: 4 * 255 * 32767 * 32 < 2^31.
-#define LO_BITS 5
+// x / scale = hi + lo / 2^LO_BITS (|lo| <= 2^14): the lo parts keep 15 more bits of x.
+#define LO_BITS 15
 
 // One call's operands, as in phi_cpu_quantized_matmul_int16 (include/CPhiCPU.h).
 struct int16_problem {

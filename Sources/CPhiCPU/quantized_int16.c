@@ -55,7 +55,6 @@ void phi_cpu_quantize_int16(const float *x, int x_stride, int tokens, int column
                 }
             }
         }
-        for (int g = 0; g < groups; g++) scales[g] *= 1.0f / (1 << LO_BITS);  // for (hi << LO_BITS) + lo
     }
 }
 
@@ -76,6 +75,7 @@ void phi_cpu_quantized_matmul_int16(int kernel, const uint32_t *words, const uin
 #define TARGET AVX2_TARGET
 #define WORDS 8
 #define TILE_ROWS 2
+#define DECODE_ROWS 1
 #define TILE_TOKENS 2
 #define NAME(x) avx2_##x
 typedef __m256i ivec;
@@ -101,6 +101,7 @@ static void make_spread(struct spread *s, int block_elements, int group_size) {
 
 TARGET static inline ivec izero(void) { return _mm256_setzero_si256(); }
 TARGET static inline fvec fzero(void) { return _mm256_setzero_ps(); }
+TARGET static inline fvec fset1(float v) { return _mm256_set1_ps(v); }
 TARGET static inline fvec fmadd(fvec a, fvec b, fvec c) { return _mm256_fmadd_ps(a, b, c); }
 TARGET static inline fvec fmul(fvec a, fvec b) { return _mm256_mul_ps(a, b); }
 TARGET static inline fvec to_float(ivec v) { return _mm256_cvtepi32_ps(v); }
@@ -109,7 +110,6 @@ TARGET static inline ivec load_words(const uint32_t *p) { return _mm256_loadu_si
 TARGET static inline ivec load_x(const int16_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 TARGET static inline ivec dot(ivec acc, ivec q, ivec x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(q, x)); }
 
-TARGET static inline ivec combine(ivec hi, ivec lo) { return _mm256_add_epi32(_mm256_slli_epi32(hi, LO_BITS), lo); }
 TARGET static inline ivec lane_mask(int bits) { return _mm256_set1_epi16((short)((1 << bits) - 1)); }
 TARGET static inline ivec unpack(ivec w, int shift, ivec mask, int last) {
     const ivec shifted = _mm256_srli_epi16(w, shift);

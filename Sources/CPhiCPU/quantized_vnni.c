@@ -10,6 +10,7 @@
 #define TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define WORDS 16
 #define TILE_ROWS 2
+#define DECODE_ROWS 4
 #define TILE_TOKENS 4
 #define NAME(x) vnni_##x
 typedef __m512i ivec;
@@ -32,6 +33,7 @@ static void make_spread(struct spread *s, int block_elements, int group_size) {
 
 TARGET static inline ivec izero(void) { return _mm512_setzero_si512(); }
 TARGET static inline fvec fzero(void) { return _mm512_setzero_ps(); }
+TARGET static inline fvec fset1(float v) { return _mm512_set1_ps(v); }
 TARGET static inline fvec fmadd(fvec a, fvec b, fvec c) { return _mm512_fmadd_ps(a, b, c); }
 TARGET static inline fvec fmul(fvec a, fvec b) { return _mm512_mul_ps(a, b); }
 TARGET static inline fvec to_float(ivec v) { return _mm512_cvtepi32_ps(v); }
@@ -39,7 +41,6 @@ TARGET static inline float sum_lanes(fvec v) { return _mm512_reduce_add_ps(v); }
 TARGET static inline ivec load_words(const uint32_t *p) { return _mm512_loadu_si512(p); }
 TARGET static inline ivec load_x(const int16_t *p) { return _mm512_loadu_si512(p); }
 TARGET static inline ivec dot(ivec acc, ivec q, ivec x) { return _mm512_dpwssd_epi32(acc, q, x); }
-TARGET static inline ivec combine(ivec hi, ivec lo) { return _mm512_add_epi32(_mm512_slli_epi32(hi, LO_BITS), lo); }
 TARGET static inline ivec lane_mask(int bits) { return _mm512_set1_epi16((short)((1 << bits) - 1)); }
 
 TARGET static inline ivec unpack(ivec w, int shift, ivec mask, int last) {

@@ -17,7 +17,7 @@ enum QuantizedKernels {
         case swiftSIMD
         /// The C AVX2/FMA/F16C float kernels of CPhiCPU, where the target is built and the CPU has them.
         case avx2
-        /// x quantized per group to two int16 parts (hi + lo / 32), integer dot products with
+        /// x quantized per group to two int16 parts (hi + lo / 32768), integer dot products with
         /// `_mm256_madd_epi16` (AVX2).
         case int16AVX2
         /// As `int16AVX2` with AVX-512 VNNI (`_mm512_dpwssd_epi32`, 16-word blocks).
@@ -38,18 +38,26 @@ enum QuantizedKernels {
         #endif
     }
 
-    /// The fastest implementation this build and CPU offer, or the one `PHI_CPU_KERNEL=swift|float|int16`
-    /// asks for (benchmarks; read once): `float` is the AVX2 float kernel, `int16` the best int16 one.
-    static let best: Implementation = {
-        let float: Implementation = available.contains(.avx2) ? .avx2 : .swiftSIMD
-        let int16 = available.last { $0 == .int16VNNI || $0 == .int16AVX2 } ?? float
+    /// The fastest float kernel and the fastest int16 kernel (or that float one) this build and CPU offer.
+    static let bestFloat: Implementation = available.contains(.avx2) ? .avx2 : .swiftSIMD
+    static let bestInt16: Implementation = available.last { $0 == .int16VNNI || $0 == .int16AVX2 } ?? bestFloat
+
+    /// `PHI_CPU_KERNEL=swift|float|int16` (read once; for benchmarks) forces one kind for every product.
+    static let forced: Implementation? = {
         switch getenv("PHI_CPU_KERNEL").map({ String(cString: $0) }) {
         case "swift": return .swiftSIMD
-        case "float": return float
-        case "int16": return int16
-        default: return int16
+        case "float": return bestFloat
+        case "int16": return bestInt16
+        default: return nil
         }
     }()
+
+    /// The kernel for a product of `tokens` tokens: int16 for one token (decode: one pass over the
+    /// weights, where its 2-4x fewer instructions per weight pay), the float kernel for several
+    /// (measured faster there on Zen 4: the int16 kernels do two integer dots per product, hi and lo).
+    static func implementation(tokens: Int) -> Implementation {
+        forced ?? (tokens == 1 ? bestInt16 : bestFloat)
+    }
 
     /// Whether the SIMD path reads `matrix`; others take the plain dequantize-and-dot path.
     static func hasSIMDPath(_ matrix: QuantizedMatrix) -> Bool {
@@ -60,8 +68,9 @@ enum QuantizedKernels {
     /// out[t × outStride + r] = Σ_c W[r, c] · x[t × xStride + c], for t in 0..<tokens, r in 0..<rows.
     static func matmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
                        out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int,
-                       implementation: Implementation = best) {
+                       implementation chosen: Implementation? = nil) {
         guard tokens > 0 else { return }
+        let implementation = chosen ?? self.implementation(tokens: tokens)
         guard hasSIMDPath(matrix) else {
             plainMatmul(matrix, x: x, xStride: xStride, tokens: tokens, out: out, outStride: outStride, tasks: tasks)
             return
@@ -192,9 +201,9 @@ final class PermutedInput: @unchecked Sendable {
 /// `x` quantized to int16 for one matrix's int16 kernel (`phi_cpu_quantize_int16`). Freed on deinit.
 final class Int16Input: @unchecked Sendable {
     /// (tokens, 2 × columns) Int16: per block of `blockWords` words, the hi parts round(x / s), then the
-    /// lo parts round((x / s − hi) × 32), each permuted to the kernel's lanes.
+    /// lo parts round((x / s − hi) × 32768), each permuted to the kernel’s lanes.
     let quantized: UnsafeMutablePointer<Int16>
-    /// (tokens, groupsPerRow) Float32: s / 32 for each group, s = max |x| / 32767.
+    /// (tokens, groupsPerRow) Float32: s for each group, max |x| / 32767.
     let scales: UnsafeMutablePointer<Float>
     /// (tokens, groupsPerRow) Float32: Σ x over each group (exact, for the bias term).
     let groupSums: UnsafeMutablePointer<Float>

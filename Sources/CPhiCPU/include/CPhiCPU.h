@@ -18,7 +18,7 @@ void phi_cpu_quantized_matmul_avx2(const uint32_t *words, const uint16_t *scales
                                    int row_start, int row_end, float *out, int out_stride);
 
 /// The int16 kernels (quantized_int16.c, quantized_vnni.c): x quantized per group to two int16
-/// parts (x / scale = hi + lo / 32), integer dot products with the 4/8-bit weights, one float
+/// parts (x / scale = hi + lo / 32768), integer dot products with the 4/8-bit weights, one float
 /// conversion per block.
 enum { PHI_CPU_INT16_AVX2 = 1, PHI_CPU_INT16_VNNI = 2 };
 
@@ -30,9 +30,9 @@ int phi_cpu_int16_block_words(int kernel);
 
 /// Quantizes x (tokens rows of x_stride floats, `columns` used) for the int16 kernels.
 /// xq: (tokens, 2 * columns): per block of block_words words (B elements), at 2 * block start the
-/// hi parts round(x / s) and B further on the lo parts round((x / s - hi) * 32), s = max |x| of the
+/// hi parts round(x / s) and B further on the lo parts round((x / s - hi) * 32768), s = max |x| of the
 /// group / 32767; in each, 16-bit lane l's element j (E = 16 / bits a lane) sits at j * 2 * block_words + l.
-/// x_scales: (tokens, columns / group_size), s / 32.
+/// x_scales: (tokens, columns / group_size), s.
 /// group_sums: (tokens, columns / group_size), exact float sums of x per group (the bias term).
 void phi_cpu_quantize_int16(const float *x, int x_stride, int tokens, int columns, int group_size, int bits,
                             int block_words, int16_t *xq, float *x_scales, float *group_sums);
