@@ -10,7 +10,7 @@
 #define TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define WORDS 16
 #define TILE_ROWS 2
-#define DECODE_ROWS 4
+#define DECODE_ROWS 1
 #define TILE_TOKENS 4
 #define NAME(x) vnni_##x
 typedef __m512i ivec;
