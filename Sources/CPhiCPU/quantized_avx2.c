@@ -2,8 +2,8 @@
 #include "CPhiCPU.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-#define KERNEL __attribute__((target("avx2,fma,f16c")))
+#include "avx2_common.h"
+#define KERNEL AVX2_TARGET
 
 int phi_cpu_has_avx2(void) {
     __builtin_cpu_init();
@@ -19,26 +19,6 @@ KERNEL static inline __m256 lane_scales(const uint16_t *row_scales, int block, i
     uint16_t lanes[8];
     for (int k = 0; k < 8; k++) lanes[k] = row_scales[(block * block_elements + k * per_word) / group_size];
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)lanes));
-}
-
-KERNEL static inline float horizontal_sum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-// sum_g bias[g] * group_sums[g]
-KERNEL static inline float bias_term(const uint16_t *row_biases, const float *sums, int groups) {
-    __m256 acc = _mm256_setzero_ps();
-    int g = 0;
-    for (; g + 8 <= groups; g += 8) {
-        __m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row_biases + g)));
-        acc = _mm256_fmadd_ps(b, _mm256_loadu_ps(sums + g), acc);
-    }
-    float total = horizontal_sum(acc);
-    for (; g < groups; g++) total += _cvtsh_ss(row_biases[g]) * sums[g];
-    return total;
 }
 
 #define TILE_ROWS 2   // rows per pass of a prompt batch: each x load feeds this many rows

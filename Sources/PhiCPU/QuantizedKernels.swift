@@ -1,3 +1,4 @@
+import Foundation
 import PhiFormats
 #if canImport(CPhiCPU)
 import CPhiCPU
@@ -14,20 +15,49 @@ enum QuantizedKernels {
     enum Implementation: CaseIterable {
         /// Portable Swift SIMD (baseline x86-64 or ARM code).
         case swiftSIMD
-        /// The C AVX2/FMA/F16C kernels of CPhiCPU, where the target is built and the CPU has them.
+        /// The C AVX2/FMA/F16C float kernels of CPhiCPU, where the target is built and the CPU has them.
         case avx2
+        /// x quantized per group to two int16 parts (hi + lo / 32768), integer dot products with
+        /// `_mm256_madd_epi16` (AVX2).
+        case int16AVX2
+        /// As `int16AVX2` with AVX-512 VNNI (`_mm512_dpwssd_epi32`, 16-word blocks).
+        case int16VNNI
     }
 
-    /// The fastest implementation this build and CPU offer.
-    static let best: Implementation = {
+    /// The implementations this build and CPU can run (for tests and benchmarks).
+    static let available: [Implementation] = Implementation.allCases.filter { implementation in
         #if canImport(CPhiCPU)
-        if phi_cpu_has_avx2() != 0 { return .avx2 }
+        switch implementation {
+        case .swiftSIMD: return true
+        case .avx2: return phi_cpu_has_avx2() != 0
+        case .int16AVX2: return phi_cpu_int16_supported(Int32(PHI_CPU_INT16_AVX2)) != 0
+        case .int16VNNI: return phi_cpu_int16_supported(Int32(PHI_CPU_INT16_VNNI)) != 0
+        }
+        #else
+        return implementation == .swiftSIMD
         #endif
-        return .swiftSIMD
+    }
+
+    /// The fastest float kernel and the fastest int16 kernel (or that float one) this build and CPU offer.
+    static let bestFloat: Implementation = available.contains(.avx2) ? .avx2 : .swiftSIMD
+    static let bestInt16: Implementation = available.last { $0 == .int16VNNI || $0 == .int16AVX2 } ?? bestFloat
+
+    /// `PHI_CPU_KERNEL=swift|float|int16` (read once; for benchmarks) forces one kind for every product.
+    static let forced: Implementation? = {
+        switch getenv("PHI_CPU_KERNEL").map({ String(cString: $0) }) {
+        case "swift": return .swiftSIMD
+        case "float": return bestFloat
+        case "int16": return bestInt16
+        default: return nil
+        }
     }()
 
-    /// The implementations this build and CPU can run (for tests).
-    static var available: [Implementation] { best == .avx2 ? [.swiftSIMD, .avx2] : [.swiftSIMD] }
+    /// The kernel for a product of `tokens` tokens: int16 for one token (decode: one pass over the
+    /// weights, where its 2-4x fewer instructions per weight pay), the float kernel for several
+    /// (measured faster there on Zen 4: the int16 kernels do two integer dots per product, hi and lo).
+    static func implementation(tokens: Int) -> Implementation {
+        forced ?? (tokens == 1 ? bestInt16 : bestFloat)
+    }
 
     /// Whether the SIMD path reads `matrix`; others take the plain dequantize-and-dot path.
     static func hasSIMDPath(_ matrix: QuantizedMatrix) -> Bool {
@@ -38,18 +68,26 @@ enum QuantizedKernels {
     /// out[t × outStride + r] = Σ_c W[r, c] · x[t × xStride + c], for t in 0..<tokens, r in 0..<rows.
     static func matmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
                        out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int,
-                       implementation: Implementation = best) {
+                       implementation chosen: Implementation? = nil) {
         guard tokens > 0 else { return }
+        let implementation = chosen ?? self.implementation(tokens: tokens)
         guard hasSIMDPath(matrix) else {
             plainMatmul(matrix, x: x, xStride: xStride, tokens: tokens, out: out, outStride: outStride, tasks: tasks)
             return
         }
+        #if canImport(CPhiCPU)
+        if let kernel = int16Kernel(implementation, matrix: matrix) {
+            int16Matmul(matrix, kernel: kernel, x: x, xStride: xStride, tokens: tokens, out: out,
+                        outStride: outStride, tasks: tasks)
+            return
+        }
+        #endif
         let input = PermutedInput(matrix: matrix, x: x, xStride: xStride, tokens: tokens)
         let operand = Operand(matrix)
         withExtendedLifetime(matrix) {
             parallelRanges(matrix.rows, tasks: tasks * 4, minimumPerTask: 8) { rows in
                 #if canImport(CPhiCPU)
-                if implementation == .avx2 {
+                if implementation != .swiftSIMD {
                     phi_cpu_quantized_matmul_avx2(
                         operand.words.assumingMemoryBound(to: UInt32.self), operand.scales, operand.biases,
                         Int32(operand.wordsPerRow), Int32(operand.groupsPerRow), Int32(operand.groupSize),
@@ -66,6 +104,40 @@ enum QuantizedKernels {
             }
         }
     }
+
+    #if canImport(CPhiCPU)
+    /// The CPhiCPU int16 kernel for `implementation` and `matrix`, nil where it cannot take the
+    /// shape (rows not whole blocks, groups straddling blocks): the float kernel runs instead.
+    /// VNNI's 16-word blocks fall back to the AVX2 int16 kernel's 8-word ones.
+    static func int16Kernel(_ implementation: Implementation, matrix: QuantizedMatrix) -> Int32? {
+        var candidates: [Int32] = []
+        if implementation == .int16VNNI { candidates.append(Int32(PHI_CPU_INT16_VNNI)) }
+        if implementation == .int16VNNI || implementation == .int16AVX2 { candidates.append(Int32(PHI_CPU_INT16_AVX2)) }
+        return candidates.first { kernel in
+            let blockWords = Int(phi_cpu_int16_block_words(kernel))
+            let blockElements = blockWords * 32 / matrix.bits
+            return matrix.wordsPerRow % blockWords == 0 && matrix.columns % matrix.groupSize == 0
+                && (blockElements % matrix.groupSize == 0 || matrix.groupSize % blockElements == 0)
+        }
+    }
+
+    /// Quantizes x once (`Int16Input`), then runs the int16 kernel over row ranges on all cores.
+    static func int16Matmul(_ matrix: QuantizedMatrix, kernel: Int32, x: UnsafePointer<Float>, xStride: Int,
+                            tokens: Int, out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int) {
+        let input = Int16Input(matrix: matrix, blockWords: Int(phi_cpu_int16_block_words(kernel)), x: x,
+                               xStride: xStride, tokens: tokens)
+        let operand = Operand(matrix)
+        withExtendedLifetime(matrix) {
+            parallelRanges(matrix.rows, tasks: tasks * 4, minimumPerTask: 8) { rows in
+                phi_cpu_quantized_matmul_int16(
+                    kernel, operand.words.assumingMemoryBound(to: UInt32.self), operand.scales, operand.biases,
+                    Int32(operand.wordsPerRow), Int32(operand.groupsPerRow), Int32(operand.groupSize),
+                    Int32(matrix.bits), input.quantized, input.scales, input.groupSums, Int32(tokens),
+                    Int32(matrix.columns), Int32(rows.lowerBound), Int32(rows.upperBound), out, Int32(outStride))
+            }
+        }
+    }
+    #endif
 
     /// Dequantizes each row, then dots it with every token: for shapes the SIMD path does not take.
     static func plainMatmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
@@ -124,6 +196,33 @@ final class PermutedInput: @unchecked Sendable {
         groupSums.deallocate()
     }
 }
+
+#if canImport(CPhiCPU)
+/// `x` quantized to int16 for one matrix's int16 kernel (`phi_cpu_quantize_int16`). Freed on deinit.
+final class Int16Input: @unchecked Sendable {
+    /// (tokens, 2 × columns) Int16: per block of `blockWords` words, the hi parts round(x / s), then the
+    /// lo parts round((x / s − hi) × 32768), each permuted to the kernel’s lanes.
+    let quantized: UnsafeMutablePointer<Int16>
+    /// (tokens, groupsPerRow) Float32: s for each group, max |x| / 32767.
+    let scales: UnsafeMutablePointer<Float>
+    /// (tokens, groupsPerRow) Float32: Σ x over each group (exact, for the bias term).
+    let groupSums: UnsafeMutablePointer<Float>
+
+    init(matrix: QuantizedMatrix, blockWords: Int, x: UnsafePointer<Float>, xStride: Int, tokens: Int) {
+        quantized = .allocate(capacity: 2 * tokens * matrix.columns)
+        scales = .allocate(capacity: tokens * matrix.groupsPerRow)
+        groupSums = .allocate(capacity: tokens * matrix.groupsPerRow)
+        phi_cpu_quantize_int16(x, Int32(xStride), Int32(tokens), Int32(matrix.columns), Int32(matrix.groupSize),
+                               Int32(matrix.bits), Int32(blockWords), quantized, scales, groupSums)
+    }
+
+    deinit {
+        quantized.deallocate()
+        scales.deallocate()
+        groupSums.deallocate()
+    }
+}
+#endif
 
 /// Raw pointers into one quantized matrix, valid while the matrix's storage lives.
 struct Operand: @unchecked Sendable {

@@ -7,14 +7,17 @@ import XCTest
 /// The SIMD quantized products against `CPUReference.matmul`, over bits, group sizes and token counts.
 final class QuantizedKernelTests: XCTestCase {
     private func check(bits: Int, groupSize: Int, rows: Int, columns: Int, tokens: Int, seed: UInt64,
-                       file: StaticString = #filePath, line: UInt = #line) {
+                       outliers: Bool = false, file: StaticString = #filePath, line: UInt = #line) {
         var random = SeededRandom(seed: seed)
         let config = ModelConfig(
             architecture: .llama, hiddenSize: columns, intermediateSize: 8, layerCount: 0, headCount: 1,
             kvHeadCount: 1, headDimension: columns, vocabularySize: rows, rmsNormEpsilon: 1e-5, ropeTheta: 1,
             rotaryDimensions: 0, maxContext: 1, longRoPE: nil, tiedEmbeddings: true)
         let matrix = RandomWeights.make(config: config, seed: seed, bits: bits, groupSize: groupSize).embedding
-        let x = random.floats(tokens * columns)  // (tokens, columns)
+        var x = random.floats(tokens * columns)  // (tokens, columns)
+        if outliers {  // a few large channels, as in real activations: the int16 scales are per group
+            for t in 0..<tokens { for c in stride(from: 5, to: columns, by: 97) { x[t * columns + c] *= 80 } }
+        }
         let expected = CPUReference.matmul(x, weight: matrix)
         let scale = expected.map(abs).max() ?? 1
         for implementation in QuantizedKernels.available {
@@ -41,6 +44,21 @@ final class QuantizedKernelTests: XCTestCase {
         for (groupSize, tokens) in [(64, 1), (32, 6), (16, 1), (128, 2)] {
             check(bits: 8, groupSize: groupSize, rows: 29, columns: 128, tokens: tokens, seed: UInt64(groupSize * tokens))
         }
+    }
+
+    /// Every kernel (the int16 ones included) over token counts around its tiles, odd row counts,
+    /// activations with outliers, and widths that are not whole 16-word blocks (VNNI falls back).
+    func testTokenCountsGroupsAndOutliers() {
+        for bits in [4, 8] {
+            for groupSize in [32, 64, 128] {
+                for tokens in [1, 2, 3, 4, 5, 7, 9, 64] {
+                    check(bits: bits, groupSize: groupSize, rows: 13, columns: 512, tokens: tokens,
+                          seed: UInt64(bits * 1000 + groupSize * 10 + tokens), outliers: tokens % 2 == 1)
+                }
+            }
+        }
+        check(bits: 4, groupSize: 64, rows: 9, columns: 192, tokens: 3, seed: 11)  // 24 words a row
+        check(bits: 8, groupSize: 32, rows: 9, columns: 96, tokens: 1, seed: 12)   // 24 words a row
     }
 
     /// 96 columns is not a whole number of 8-word 4-bit blocks: the plain path must be taken and agree.
