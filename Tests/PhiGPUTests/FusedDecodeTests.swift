@@ -30,12 +30,7 @@ final class FusedDecodeTests: XCTestCase {
 
     func assertClose(_ got: [Float], _ expected: [Float], relative: Float, _ what: String,
                      file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
-        XCTAssertFalse(got.contains { $0.isNaN }, "\(what): NaN outputs (seed \(seed))", file: file, line: line)
-        let scale = max(1, expected.map(abs).max() ?? 1)
-        let difference = maxAbsoluteDifference(got, expected)
-        XCTAssertLessThanOrEqual(difference, relative * scale, "\(what): max difference \(difference) (seed \(seed))",
-                                 file: file, line: line)
+        TestSupport.assertClose(got, expected, relative: relative, what, note: "seed \(seed)", file: file, line: line)
     }
 
     func testNormAndSiluFusedIntoDecodeProductsMatchTheCPU() throws {

@@ -61,15 +61,6 @@ final class GPUBackendTests: XCTestCase {
         return made
     }
 
-    func assertClose(_ got: [Float], _ expected: [Float], relative: Float, _ what: String,
-                     file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
-        XCTAssertFalse(got.contains { $0.isNaN }, "\(what): NaN (unwritten or invalid) outputs", file: file, line: line)
-        let scale = max(1, expected.map(abs).max() ?? 1)
-        let difference = maxAbsoluteDifference(got, expected)
-        XCTAssertLessThanOrEqual(difference, relative * scale, "\(what): max difference \(difference)", file: file, line: line)
-    }
-
     func testQuantizedMatmulAtManyShapesBothBitWidths() throws {
         let shapes: [(rows: Int, columns: Int, group: Int, tokens: Int)] = [
             (96, 64, 32, 1), (100, 128, 64, 3), (37, 256, 128, 9), (37, 256, 128, 1), (64, 64, 16, 17), (64, 64, 16, 1),

@@ -61,12 +61,7 @@ final class PrefillMatmulTests: XCTestCase {
 
     func assertClose(_ got: [Float], _ expected: [Float], relative: Float, _ what: String,
                      file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
-        XCTAssertFalse(got.contains { $0.isNaN }, "\(what): NaN (unwritten) outputs; random seed \(seed)", file: file, line: line)
-        let scale = max(1, expected.map(abs).max() ?? 1)
-        let difference = maxAbsoluteDifference(got, expected)
-        XCTAssertLessThanOrEqual(difference, relative * scale, "\(what): max difference \(difference); random seed \(seed)",
-                                 file: file, line: line)
+        TestSupport.assertClose(got, expected, relative: relative, what, note: "random seed \(seed)", file: file, line: line)
     }
 
     /// Runs `kernel` on rows `tokens` of x (inputRows, columns) into an output of `outputColumns`
