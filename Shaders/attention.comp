@@ -1,18 +1,35 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Causal grouped-query attention of a prompt, flash style: one workgroup per (token, head) walks
-// that token's cached keys in blocks of the workgroup size with an online softmax, so any context
-// length fits. (Decode steps use attention_split.comp.)
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_clustered : require
+// Causal grouped-query attention of a prompt, flash style and tiled: workgroup (query block, head)
+// takes Q_BLOCK consecutive queries of one head and walks their cached keys K_BLOCK at a time,
+// so every key and value row staged in shared memory serves Q_BLOCK queries. Per block:
+//   scores   invocation (query q, key k + 8m), m < K_BLOCK / 8: dot products from shared memory;
+//   softmax  the 8 invocations of a query combine their maxima and sums (clustered subgroup ops)
+//            and rescale the running output (online softmax, Float32);
+//   values   invocation (query q, dimension d + 8n) accumulates its outputs over the block's keys.
+// The same 8 invocations hold a query's running max and sum, so no other exchange is needed.
+// Needs head_dim a multiple of 8 and at most MAX_HEAD_DIM, 8-wide subgroups or wider, a workgroup
+// of THREADS (the Swift side passes it as specialization constant 0), and the Float16 KV cache.
+// (Decode steps use attention_split.comp.)
 #include "common.glsl"
-#include "reduce.glsl"
-#include "kv_cache.glsl"
 
-#define MAX_HEAD_DIM 256
-#define MAX_PER_THREAD 8
+#define THREADS 256
+#define Q_BLOCK (THREADS / 8)          // queries per workgroup: 8 invocations each
+#define K_BLOCK 16                     // keys per step
+#define MAX_HEAD_DIM 128
+#define KEYS_PER_THREAD (K_BLOCK / 8)
+#define DIMS_PER_THREAD (MAX_HEAD_DIM / 8)
+// Strides of the shared tiles, padded by one element against bank conflicts.
+#define Q_STRIDE (MAX_HEAD_DIM / 2 + 1) // vec2s between staged queries
+#define KV_STRIDE (MAX_HEAD_DIM / 2 + 1) // uints (Float16 pairs) between staged keys or values
+#define P_STRIDE (K_BLOCK + 1)          // floats between queries' probabilities
 
-layout(std430, binding = 0) readonly buffer Queries { float queries[]; }; // (count, heads · headDim)
-KV_CACHE_BUFFERS(readonly, 1, 2)                                          // (kvHeads, context, headDim) each
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };       // (count, heads · headDim)
+layout(std430, binding = 0) readonly buffer Queries { float queries[]; };      // (count, heads · headDim) Float32
+layout(std430, binding = 1) readonly buffer Keys { uint keys[]; };             // (kvHeads, context, headDim) Float16 pairs
+layout(std430, binding = 2) readonly buffer Values { uint values[]; };         // (kvHeads, context, headDim) Float16 pairs
+layout(std430, binding = 3) writeonly buffer Output { float y[]; };            // (count, heads · headDim) Float32
 layout(std430, binding = 4) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
 
 layout(push_constant) uniform AttentionConstants {
@@ -27,65 +44,98 @@ layout(push_constant) uniform AttentionConstants {
     uint chunks;        // unused here (attention_split.comp's workgroups per token and head)
 } pc;
 
-shared float query[MAX_HEAD_DIM];
-shared float weights[1024];
+shared vec2 query_tile[Q_BLOCK * Q_STRIDE];        // (Q_BLOCK, headDim / 2 + pad) the queries times the scale
+shared uint key_tile[K_BLOCK * KV_STRIDE];          // (K_BLOCK, headDim / 2 + pad) Float16 pairs
+shared uint value_tile[K_BLOCK * KV_STRIDE];        // (K_BLOCK, headDim / 2 + pad) Float16 pairs
+shared float probabilities[Q_BLOCK * P_STRIDE];     // (Q_BLOCK, K_BLOCK + pad) softmax numerators of the block
 
 void main() {
-    const uint t = gl_WorkGroupID.x;
+    const uint tid = gl_LocalInvocationID.x;
+    const uint q = tid / 8;      // this invocation's query in the block
+    const uint part = tid % 8;   // its share of the query's keys and dimensions
     const uint head = gl_WorkGroupID.y;
-    const uint lane = gl_LocalInvocationID.x;
-    const uint width = gl_WorkGroupSize.x;
+    const uint first_query = gl_WorkGroupID.x * Q_BLOCK;
     const uint kv_head = head / (pc.heads / pc.kv_heads);
-    const uint q_base = t * pc.heads * pc.head_dim + head * pc.head_dim;
-    for (uint d = lane; d < pc.head_dim; d += width) {
-        query[d] = queries[q_base + d];
-    }
-    barrier();
+    const uint pairs = pc.head_dim / 2;
+    const uint start = parameters[pc.position_slot];
+    const uint queries_here = min(Q_BLOCK, pc.count - first_query);
+    // Rows past the prompt's end repeat its last query; their results are not written.
+    const uint position = start + first_query + min(q, queries_here - 1);
 
-    const uint last = parameters[pc.position_slot] + t; // attends to positions 0...last
-    const uint begin = 0;
-    const uint end = last + 1;
-    const uint cache_base = kv_head * pc.context * pc.head_dim;
+    for (uint i = tid; i < Q_BLOCK * pairs; i += THREADS) {
+        const uint row = i / pairs, pair = i % pairs;
+        const uint token = first_query + min(row, queries_here - 1);
+        const uint base = token * pc.heads * pc.head_dim + head * pc.head_dim + 2 * pair;
+        query_tile[row * Q_STRIDE + pair] = vec2(queries[base], queries[base + 1]) * pc.scale;
+    }
+
     float running_max = -1.0 / 0.0;
     float running_sum = 0.0;
-    float accumulators[MAX_PER_THREAD];
-    for (uint i = 0; i < MAX_PER_THREAD; ++i) {
-        accumulators[i] = 0.0;
+    float outputs[DIMS_PER_THREAD]; // dimensions part + 8n of query q, unnormalised
+    [[unroll]] for (uint n = 0; n < DIMS_PER_THREAD; ++n) {
+        outputs[n] = 0.0;
     }
-    for (uint block = begin; block < end; block += width) {
-        const uint j = block + lane;
-        float score = -1.0 / 0.0;
-        if (j < end) {
-            float dot_qk = 0.0;
-            const uint k_base = cache_base + j * pc.head_dim;
-            for (uint d = 0; d < pc.head_dim; d += 2) {
-                dot_qk += query[d] * KV_LOAD(keys, k_base + d) + query[d + 1] * KV_LOAD(keys, k_base + d + 1);
-            }
-            score = dot_qk * pc.scale;
-        }
-        const float new_max = max(running_max, workgroup_max(score));
-        const float p = j < end ? exp(score - new_max) : 0.0;
-        weights[lane] = p;
-        const float correction = exp(running_max - new_max);
-        running_sum = running_sum * correction + workgroup_sum(p); // workgroup_sum's barriers publish weights
-        running_max = new_max;
-        const uint keys_in_block = min(width, end - block);
-        for (uint i = 0; i < MAX_PER_THREAD; ++i) {
-            const uint d = lane + i * width;
-            if (d < pc.head_dim) {
-                float acc = accumulators[i] * correction;
-                for (uint k = 0; k < keys_in_block; ++k) {
-                    acc += weights[k] * KV_LOAD(values, cache_base + (block + k) * pc.head_dim + d);
-                }
-                accumulators[i] = acc;
-            }
+    const uint end = start + first_query + queries_here; // keys 0 ..< end are seen by some query here
+    const uint cache_base = kv_head * pc.context * pairs;
+    for (uint block = 0; block < end; block += K_BLOCK) {
+        barrier(); // the previous block's tiles are no longer read
+        for (uint i = tid; i < K_BLOCK * pairs; i += THREADS) {
+            const uint key = i / pairs, pair = i % pairs;
+            const uint source = cache_base + min(block + key, end - 1) * pairs + pair;
+            key_tile[key * KV_STRIDE + pair] = keys[source];
+            value_tile[key * KV_STRIDE + pair] = values[source];
         }
         barrier();
+
+        float scores[KEYS_PER_THREAD];
+        float block_max = -1.0 / 0.0;
+        [[unroll]] for (uint m = 0; m < KEYS_PER_THREAD; ++m) {
+            const uint key = part + 8 * m;
+            float dot_qk = 0.0;
+            for (uint pair = 0; pair < pairs; ++pair) {
+                const vec2 k = unpackHalf2x16(key_tile[key * KV_STRIDE + pair]);
+                dot_qk += dot(query_tile[q * Q_STRIDE + pair], k);
+            }
+            scores[m] = block + key <= position ? dot_qk : -1.0 / 0.0;
+            block_max = max(block_max, scores[m]);
+        }
+        // Block 0 always holds key 0, which every query sees, so new_max is finite from then on.
+        const float new_max = max(running_max, subgroupClusteredMax(block_max, 8));
+        float block_sum = 0.0;
+        [[unroll]] for (uint m = 0; m < KEYS_PER_THREAD; ++m) {
+            const float p = exp(scores[m] - new_max);
+            probabilities[q * P_STRIDE + part + 8 * m] = p;
+            block_sum += p;
+        }
+        const float correction = exp(running_max - new_max);
+        running_sum = running_sum * correction + subgroupClusteredAdd(block_sum, 8);
+        running_max = new_max;
+        barrier(); // probabilities are published
+
+        [[unroll]] for (uint n = 0; n < DIMS_PER_THREAD; ++n) {
+            outputs[n] *= correction;
+        }
+        for (uint key = 0; key < K_BLOCK; ++key) {
+            const float p = probabilities[q * P_STRIDE + key];
+            [[unroll]] for (uint n = 0; n < DIMS_PER_THREAD / 2; ++n) {
+                const uint pair = part + 8 * n; // dimensions 2·pair, 2·pair + 1
+                if (pair < pairs) {
+                    const vec2 v = unpackHalf2x16(value_tile[key * KV_STRIDE + pair]);
+                    outputs[2 * n] += p * v.x;
+                    outputs[2 * n + 1] += p * v.y;
+                }
+            }
+        }
     }
-    for (uint i = 0; i < MAX_PER_THREAD; ++i) {
-        const uint d = lane + i * width;
-        if (d < pc.head_dim) {
-            y[q_base + d] = accumulators[i] / running_sum;
+
+    if (q < queries_here) {
+        const uint base = (first_query + q) * pc.heads * pc.head_dim + head * pc.head_dim;
+        [[unroll]] for (uint n = 0; n < DIMS_PER_THREAD / 2; ++n) {
+            const uint pair = part + 8 * n;
+            if (pair < pairs) {
+                y[base + 2 * pair] = outputs[2 * n] / running_sum;
+                y[base + 2 * pair + 1] = outputs[2 * n + 1] / running_sum;
+            }
         }
     }
 }

@@ -4,34 +4,81 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
 // Prefill product out[t, r] = Σ_c x[t, c] · W[r, c] on NV cooperative matrices: Float16 inputs
 // (x converted and W dequantized to Float16 while staging in shared memory), Float32 sums.
 // Uses 16×16×16 Float16 → Float32 products, the shape NVIDIA's drivers offer on every GPU with
 // VK_NV_cooperative_matrix (not queried), and 32-invocation subgroups (the Swift side checks the
 // device's subgroup size). A workgroup of WARPS_T × WARPS_R subgroups computes a TILE_TOKENS ×
 // TILE_ROWS tile of out; each subgroup holds a WARP_TOKENS × WARP_ROWS block of it as 16×16
-// accumulators. Results go out through a per-subgroup 16×16 block of shared memory, so edges are
-// written with bounds checks. Any tokens and rows; columns a multiple of 32 / BITS.
+// accumulators.
+//
+// Staging works in chunks of 8 columns, one uvec4 of 8 Float16 in shared memory: a chunk of W is
+// one packed word at 4 bits (two at 8), dequantized two values at a time in Float16 arithmetic
+// (each value q is made exact as the Float16 1024 + q, less 1024, then scale · q + bias in one
+// fma, rounded once as before); a chunk of x is two vec4s. Each invocation loads its chunks of
+// the next step into registers while the subgroups multiply the current one. Whole 16×16 blocks
+// of out are stored straight to memory; blocks on the edges go through shared memory with bounds
+// checks. Any tokens and rows; columns a multiple of 8.
 
 #define SUBGROUP 32
 #define WARPS_T (TILE_TOKENS / WARP_TOKENS)
 #define WARPS_R (TILE_ROWS / WARP_ROWS)
 #define THREADS (WARPS_T * WARPS_R * SUBGROUP)
-#define BLOCKS_T (WARP_TOKENS / 16) // accumulators along tokens per subgroup
-#define BLOCKS_R (WARP_ROWS / 16)   // accumulators along rows per subgroup
-// Float16s between rows of the shared tiles: padded against bank conflicts, a multiple of 8
-// (16 bytes, the alignment cooperative-matrix loads need).
-#define STRIDE (TILE_K + 8)
+#define BLOCKS_T (WARP_TOKENS / 16)    // accumulators along tokens per subgroup
+#define BLOCKS_R (WARP_ROWS / 16)      // accumulators along rows per subgroup
+#define CHUNKS_PER_ROW (TILE_K / 8)    // uvec4s of 8 Float16 per tile row and step
+#define STRIDE (CHUNKS_PER_ROW + 1)    // uvec4s between tile rows: padded by 16 bytes against bank conflicts
+#define W_CHUNKS (TILE_ROWS * CHUNKS_PER_ROW / THREADS)   // chunks of W each invocation stages per step
+#define X_CHUNKS (TILE_TOKENS * CHUNKS_PER_ROW / THREADS) // chunks of x each invocation stages per step
+#define WORDS_PER_CHUNK (BITS / 4)
+#if W_CHUNKS * THREADS != TILE_ROWS * CHUNKS_PER_ROW || X_CHUNKS * THREADS != TILE_TOKENS * CHUNKS_PER_ROW
+#error "a tile's chunks must divide evenly among the invocations"
+#endif
 layout(local_size_x = THREADS) in;
 
 #include "prefill.glsl"
 
-shared float16_t x_tile[TILE_TOKENS * STRIDE];   // (TILE_TOKENS, STRIDE) Float16: x
-shared float16_t w_tile[TILE_ROWS * STRIDE];     // (TILE_ROWS, STRIDE) Float16: dequantized W
-shared float out_blocks[WARPS_T * WARPS_R * 256]; // (subgroups, 16, 16) Float32: results on their way out
+shared uvec4 x_tile[TILE_TOKENS * STRIDE];        // (TILE_TOKENS, TILE_K + 8) Float16: x
+shared uvec4 w_tile[TILE_ROWS * STRIDE];          // (TILE_ROWS, TILE_K + 8) Float16: dequantized W
+shared float out_blocks[WARPS_T * WARPS_R * 256]; // (subgroups, 16, 16) Float32: edge blocks on their way out
 
 #define Accumulator fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define Operand fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+
+// Chunk `chunk` (columns 8·chunk ..< 8·chunk + 8) of W's row `row`: its words, scale and bias; zeros outside W.
+void load_w_chunk(uint row, uint chunk, out uvec2 words, out f16vec2 scale_bias) {
+    words = uvec2(0u);
+    scale_bias = f16vec2(0.0hf);
+    if (row >= pc.rows || chunk >= pc.columns / 8) {
+        return;
+    }
+    const uint word = row * (pc.columns / VALUES_PER_WORD) + chunk * WORDS_PER_CHUNK;
+    words.x = packed[word];
+#if BITS == 8
+    words.y = packed[word + 1];
+#endif
+    const uint group = row * (pc.columns / pc.group_size) + chunk * 8 / pc.group_size;
+    scale_bias = f16vec2(unpackFloat2x16(scales[group >> 1])[group & 1u], unpackFloat2x16(biases[group >> 1])[group & 1u]);
+}
+
+// The 8 values of a chunk of W as Float16 pairs: scale · q + bias.
+uvec4 dequantized_chunk(uvec2 words, f16vec2 scale_bias) {
+    const f16vec2 scale = f16vec2(scale_bias.x), bias = f16vec2(scale_bias.y);
+    uvec4 result;
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+#if BITS == 4
+        const uint t = words.x >> (8 * i);  // values 2i, 2i + 1 in bits 0-3 and 4-7
+        const uint q = (t & 0xFu) | ((t << 12) & 0xF0000u);
+#else
+        const uint t = words[i / 2] >> (16 * (i % 2));
+        const uint q = (t & 0xFFu) | ((t << 8) & 0xFF0000u);
+#endif
+        const f16vec2 values = unpackFloat2x16(q | 0x64006400u) - f16vec2(1024.0hf);
+        result[i] = packFloat2x16(fma(values, scale, bias));
+    }
+    return result;
+}
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -43,45 +90,59 @@ void main() {
     const uint token0 = gl_WorkGroupID.y * TILE_TOKENS;
 
     Accumulator sums[BLOCKS_T][BLOCKS_R]; // (tokens, rows) 16×16 blocks of this subgroup's part of the tile
-    for (uint i = 0; i < BLOCKS_T; ++i) {
-        for (uint j = 0; j < BLOCKS_R; ++j) {
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
             sums[i][j] = Accumulator(0.0);
         }
     }
-    StagedWord words[WORD_LOADS];
-    vec4 xs[X_LOADS];
-    stage_tiles(tid, row0, token0, 0, words, xs);
+    uvec2 words[W_CHUNKS];       // this invocation's chunks of W for the next step
+    f16vec2 scale_bias[W_CHUNKS];
+    vec4 xs[X_CHUNKS][2];        // and of x
+    Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
+    Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
     for (uint k0 = 0; k0 < pc.columns; k0 += TILE_K) {
-        for (uint i = 0; i < WORD_LOADS; ++i) {
-            const uint index = tid + i * THREADS;
-            const uint base = (index / WORDS_PER_TILE_ROW) * STRIDE + (index % WORDS_PER_TILE_ROW) * VALUES_PER_WORD;
-            for (uint j = 0; j < VALUES_PER_WORD; ++j) {
-                w_tile[base + j] = float16_t(dequantized(words[i], j));
+        if (k0 == 0) {
+            [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
+                const uint index = tid + i * THREADS;
+                load_w_chunk(row0 + index / CHUNKS_PER_ROW, index % CHUNKS_PER_ROW, words[i], scale_bias[i]);
+            }
+            [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
+                const uint index = tid + i * THREADS;
+                xs[i][0] = load_x(token0 + index / CHUNKS_PER_ROW, 2 * (index % CHUNKS_PER_ROW));
+                xs[i][1] = load_x(token0 + index / CHUNKS_PER_ROW, 2 * (index % CHUNKS_PER_ROW) + 1);
             }
         }
-        for (uint i = 0; i < X_LOADS; ++i) {
+        [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
             const uint index = tid + i * THREADS;
-            const uint base = (index / (TILE_K / 4)) * STRIDE + (index % (TILE_K / 4)) * 4;
-            const f16vec4 values = f16vec4(xs[i]);
-            for (uint j = 0; j < 4; ++j) {
-                x_tile[base + j] = values[j];
-            }
+            w_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] = dequantized_chunk(words[i], scale_bias[i]);
+        }
+        [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
+            const uint index = tid + i * THREADS;
+            x_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] =
+                uvec4(packHalf2x16(xs[i][0].xy), packHalf2x16(xs[i][0].zw), packHalf2x16(xs[i][1].xy), packHalf2x16(xs[i][1].zw));
         }
         barrier();
-        if (k0 + TILE_K < pc.columns) {
-            stage_tiles(tid, row0, token0, k0 + TILE_K, words, xs); // in flight while this step computes
+        const uint next = k0 + TILE_K;
+        if (next < pc.columns) { // in flight while this step computes
+            [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
+                const uint index = tid + i * THREADS;
+                load_w_chunk(row0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW, words[i], scale_bias[i]);
+            }
+            [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
+                const uint index = tid + i * THREADS;
+                xs[i][0] = load_x(token0 + index / CHUNKS_PER_ROW, next / 4 + 2 * (index % CHUNKS_PER_ROW));
+                xs[i][1] = load_x(token0 + index / CHUNKS_PER_ROW, next / 4 + 2 * (index % CHUNKS_PER_ROW) + 1);
+            }
         }
-        for (uint k = 0; k < TILE_K; k += 16) {
-            Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
-            Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
-            for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint k = 0; k < CHUNKS_PER_ROW; k += 2) { // 16 columns a product
+            [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
                 coopMatLoadNV(a[i], x_tile, (warp_t * WARP_TOKENS + 16 * i) * STRIDE + k, STRIDE, false);
             }
-            for (uint j = 0; j < BLOCKS_R; ++j) {
+            [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
                 coopMatLoadNV(b[j], w_tile, (warp_r * WARP_ROWS + 16 * j) * STRIDE + k, STRIDE, true);
             }
-            for (uint i = 0; i < BLOCKS_T; ++i) {
-                for (uint j = 0; j < BLOCKS_R; ++j) {
+            [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+                [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
                     sums[i][j] = coopMatMulAddNV(a[i], b[j], sums[i][j]);
                 }
             }
@@ -90,13 +151,17 @@ void main() {
     }
 
     const uint block = warp * 256;
-    for (uint i = 0; i < BLOCKS_T; ++i) {
-        for (uint j = 0; j < BLOCKS_R; ++j) {
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+            const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
+            const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
+            if (first_token + 16 <= pc.tokens && first_row + 16 <= pc.rows && pc.output_stride % 4 == 0) { // 16-byte aligned rows
+                coopMatStoreNV(sums[i][j], y, first_token * pc.output_stride + first_row, pc.output_stride, false);
+                continue;
+            }
             coopMatStoreNV(sums[i][j], out_blocks, block, 16, false);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-            const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
-            const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
             for (uint e = lane; e < 256; e += SUBGROUP) {
                 const uint token = first_token + e / 16;
                 const uint row = first_row + e % 16;

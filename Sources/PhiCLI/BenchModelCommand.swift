@@ -39,7 +39,7 @@ struct BenchModel: AsyncParsableCommand {
     @Option(help: "table, json or csv.")
     var output: BenchOutputFormat = .table
 
-    @Flag(help: "After the tg test, time one more decode step kernel by kernel on the GPU (GPU timestamps).")
+    @Flag(help: "After each test, time one more prompt pass or decode step kernel by kernel on the GPU (GPU timestamps).")
     var profile = false
 
     func validate() throws {
@@ -110,16 +110,16 @@ struct BenchModel: AsyncParsableCommand {
             for row in rows { printProfile(row) }
         }
         if profile, !measurements.contains(where: { $0.kernels != nil }) {
-            Console.err("--profile: \(chosen.name) cannot time its kernels (only the GPU backend can), or -n is 0")
+            Console.err("--profile: \(chosen.name) cannot time its kernels (only the GPU backend can)")
         }
     }
 
-    /// The per-kernel GPU times of a profiled decode step, as a table.
+    /// The per-kernel GPU times of a profiled prompt pass or decode step, as a table.
     private func printProfile(_ row: Row) {
         guard let kernels = row.kernels, let wall = row.profiledStepSeconds else { return }
         let gpu = kernels.reduce(0) { $0 + $1.seconds }
         let dispatches = kernels.reduce(0) { $0 + $1.dispatches }
-        Console.out("\nOne \(row.test) step, GPU time per kernel (each up to the end of the barrier after it):\n")
+        Console.out("\nOne \(row.test) \(row.test.hasPrefix("pp") ? "pass" : "step"), GPU time per kernel (each up to the end of the barrier after it):\n")
         Console.out(TableText.markdown(
             header: ["kernel", "dispatches", "µs", "µs each", "share"],
             rows: kernels.map { [$0.name, "\($0.dispatches)", String(format: "%.1f", $0.seconds * 1e6),

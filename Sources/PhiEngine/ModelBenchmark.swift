@@ -21,11 +21,11 @@ public enum ModelBenchmark {
         public var depth: Int
         /// Tokens per second of each repetition.
         public var samples: [Double]
-        /// With `profile`, for generation: GPU time per kernel of one more decode step.
+        /// With `profile`: GPU time per kernel of one more prompt pass or decode step.
         public var kernels: [KernelTime]?
-        /// With `profile`, for generation: the wall-clock seconds of that profiled step.
+        /// With `profile`: the wall-clock seconds of that profiled pass or step.
         public var profiledStepSeconds: Double?
-        /// With `profile`, for generation: wall-clock seconds of one more step, not profiled, and the
+        /// With `profile`: wall-clock seconds of one more pass or step, not profiled, and the
         /// host's share of it spent queueing the step's commands.
         public var stepSeconds: Double?
         public var queueSeconds: Double?
@@ -40,8 +40,8 @@ public enum ModelBenchmark {
 
     /// Times a `promptTokens` prefill and `generationTokens` decode steps (either may be 0), each
     /// `repetitions` times from a cache filled with `depth` tokens (untimed). One untimed warm-up
-    /// token comes first. `progress` hears "pp512 2/5"-style steps. With `profile`, a backend that
-    /// can time its kernels times one more decode step kernel by kernel.
+    /// token (and prompt) comes first. `progress` hears "pp512 2/5"-style steps. With `profile`, a backend that
+    /// can time its kernels times one more prompt pass and decode step kernel by kernel.
     public static func run(weights: ModelWeights, backend: any InferenceBackend, promptTokens: Int,
                            generationTokens: Int, depth: Int = 0, repetitions: Int = 5, profile: Bool = false,
                            progress: (String) -> Void = { _ in }) throws -> [Measurement] {
@@ -51,8 +51,27 @@ public enum ModelBenchmark {
                                    contextLength: depth + max(promptTokens, generationTokens) + (profile ? 3 : 1), maxBatch: batch)
         let ids = { (count: Int, salt: Int) in (0..<count).map { Int32((($0 + salt) * 7919 + 13) % vocabulary) } }
         _ = try pass.forward(tokens: [1], logits: .last)  // warm-up: touches every weight once
+        if promptTokens > 1 {  // and builds the prompt kernels' pipelines
+            pass.reset()
+            _ = try pass.forward(tokens: ids(promptTokens, 0), logits: .last)
+        }
         let clock = ContinuousClock()
         let suffix = depth > 0 ? " @ d\(depth)" : ""
+        // Runs `step` once unprofiled (wall and queueing time) and once with every kernel timed;
+        // the last submission of the profiled run is what `kernels` holds.
+        func profileStep(_ measurement: inout Measurement, _ step: (Int32) throws -> Void) throws {
+            guard let profiler = backend as? any ProfilingBackend else { return }
+            let unprofiled = clock.now
+            try step(1)
+            measurement.stepSeconds = Generator.seconds(clock.now - unprofiled)
+            measurement.queueSeconds = profiler.lastQueueSeconds
+            profiler.profiling = true
+            defer { profiler.profiling = false }
+            let start = clock.now
+            try step(2)
+            measurement.profiledStepSeconds = Generator.seconds(clock.now - start)
+            measurement.kernels = profiler.lastProfile
+        }
         var results: [Measurement] = []
         if promptTokens > 0 {
             var measurement = Measurement(test: "pp\(promptTokens)\(suffix)", kind: "prompt", tokens: promptTokens,
@@ -64,6 +83,13 @@ public enum ModelBenchmark {
                 let start = clock.now
                 _ = try pass.forward(tokens: ids(promptTokens, 2), logits: .last)
                 measurement.samples.append(Double(promptTokens) / Generator.seconds(clock.now - start))
+            }
+            if profile {
+                try profileStep(&measurement) { salt in
+                    pass.reset()
+                    if depth > 0 { _ = try pass.forward(tokens: ids(depth, 1), logits: .last) }
+                    _ = try pass.forward(tokens: ids(promptTokens, 2 + Int(salt)), logits: .last)
+                }
             }
             results.append(measurement)
         }
@@ -81,18 +107,7 @@ public enum ModelBenchmark {
                 }
                 measurement.samples.append(Double(generationTokens) / Generator.seconds(clock.now - start))
             }
-            if profile, let profiler = backend as? any ProfilingBackend {
-                let unprofiled = clock.now
-                _ = try pass.forward(tokens: [1], logits: .last)
-                measurement.stepSeconds = Generator.seconds(clock.now - unprofiled)
-                measurement.queueSeconds = profiler.lastQueueSeconds
-                profiler.profiling = true
-                defer { profiler.profiling = false }
-                let start = clock.now
-                _ = try pass.forward(tokens: [2], logits: .last)
-                measurement.profiledStepSeconds = Generator.seconds(clock.now - start)
-                measurement.kernels = profiler.lastProfile
-            }
+            if profile { try profileStep(&measurement) { _ = try pass.forward(tokens: [$0], logits: .last) } }
             results.append(measurement)
         }
         return results

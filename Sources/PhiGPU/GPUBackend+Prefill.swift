@@ -30,19 +30,39 @@ struct PrefillKernel: Sendable {
     /// which reads W once per 8 tokens and so gains nothing from tiles below that.
     static let minimumTokens = 9
 
-    /// The variant of `kind` for `bits`-bit weights (4 or 8).
-    static func variant(_ kind: Kind, bits: Int) -> PrefillKernel {
+    /// The cooperative-matrix tiles compiled (`matmulCoopmatQ<bits><name>` in variants.json):
+    /// tokens × rows of out per workgroup, columns per step, and each subgroup's tokens × rows.
+    struct CooperativeTile: Sendable {
+        let name: String
+        let tokens: Int, rows: Int, columns: Int, warpTokens: Int, warpRows: Int
+        var threads: Int { 32 * (tokens / warpTokens) * (rows / warpRows) }
+        /// Shared memory: the Float16 tiles of x and W (rows padded by 8 values) and a 16 × 16
+        /// Float32 block per subgroup for the edges.
+        var sharedBytes: Int { 2 * (columns + 8) * (tokens + rows) + 4 * 256 * threads / 32 }
+    }
+
+    /// Measured on an H100 at Phi-3.5-mini's shapes, 512 tokens (µs for qkv, o, gate·up, down):
+    /// 64 × 128 405, 152, 599, 424; 64 × 64 400, 147, 768, 397; 128 × 128 in 4 subgroups 453,
+    /// 185, 533, 550. 128 × 128 in 8 subgroups, 64 columns a step, and 256 × 128 were slower.
+    static let cooperativeTiles: [CooperativeTile] = [
+        CooperativeTile(name: "", tokens: 64, rows: 128, columns: 32, warpTokens: 32, warpRows: 32),
+        CooperativeTile(name: "_64x64", tokens: 64, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
+        CooperativeTile(name: "_128x128", tokens: 128, rows: 128, columns: 32, warpTokens: 64, warpRows: 64),
+    ]
+
+    /// The variant of `kind` for `bits`-bit weights (4 or 8); for cooperative matrices the tile
+    /// named `tile` (nil when no such variant was compiled for `bits`).
+    static func variant(_ kind: Kind, bits: Int, tile: String = "") -> PrefillKernel? {
         let four = bits == 4
         switch kind {
         case .tiled:
             return PrefillKernel(kind: kind, shader: four ? ShaderLibrary.matmulTiledQ4 : ShaderLibrary.matmulTiledQ8,
                                  tileTokens: 64, tileRows: 64, tileColumns: 32, threads: 256, sharedBytes: 4 * 32 * (64 + 64))
         case .cooperativeMatrix:
-            // 8 subgroups of 32, each 32 tokens × 32 rows; Float16 tiles with rows padded to 40, and
-            // one 16 × 16 Float32 block per subgroup for the results.
-            return PrefillKernel(kind: kind, shader: four ? ShaderLibrary.matmulCoopmatQ4 : ShaderLibrary.matmulCoopmatQ8,
-                                 tileTokens: 64, tileRows: 128, tileColumns: 32, threads: 256,
-                                 sharedBytes: 2 * 40 * (64 + 128) + 4 * 8 * 256)
+            guard let shape = cooperativeTiles.first(where: { $0.name == tile }),
+                  let shader = ShaderLibrary.named("matmulCoopmatQ\(bits)\(tile)") else { return nil }
+            return PrefillKernel(kind: kind, shader: shader, tileTokens: shape.tokens, tileRows: shape.rows,
+                                 tileColumns: shape.columns, threads: shape.threads, sharedBytes: shape.sharedBytes)
         }
     }
 
@@ -65,29 +85,45 @@ struct PrefillKernel: Sendable {
     /// The kernel for a product of `tokens` tokens of `bits`-bit weights on
     /// `device`, or nil to use matmul.comp: cooperative matrices where the device offers them, else
     /// the Float32 tiles. Throws when `PHI_GPU_PREFILL` names a kernel that does not exist or cannot
-    /// run here. Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens: cooperative 17-27
-    /// TFLOP/s, Float32 tiles 19-25, matmul.comp 6-7; the cooperative kernel is bound by staging
-    /// its tiles, not by its products, which is where more speed is to be had.
-    static func choose(tokens: Int, bits: Int, device: Device,
-                       environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PrefillKernel? {
+    /// run here. Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens: cooperative 61-86
+    /// TFLOP/s (after unrolling its loops: 23-29 without), Float32 tiles 19-25, matmul.comp 6-7.
+    static func choose(tokens: Int, bits: Int, columns: Int, device: Device,
+                       environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
         guard tokens >= minimumTokens, bits == 4 || bits == 8 else { return nil }
+        let tile = environment[tileVariable].map { $0.isEmpty || $0.hasPrefix("_") ? $0 : "_" + $0 } ?? ""
         if let name = environment[environmentVariable], !name.isEmpty {
             if name == "general" { return nil }
             guard let kind = Kind(rawValue: name) else {
                 throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(name)", reason:
                     "not a prefill kernel; use one of general, " + Kind.allCases.map(\.rawValue).joined(separator: ", "))
             }
-            let chosen = variant(kind, bits: bits)
-            guard chosen.runs(on: device) else {
+            guard let chosen = variant(kind, bits: bits, tile: kind == .cooperativeMatrix ? tile : "") else {
+                throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tile)", reason:
+                    "no such \(bits)-bit cooperative-matrix tile; use one of "
+                    + cooperativeTiles.map { $0.name.isEmpty ? "(unset)" : String($0.name.dropFirst()) }.joined(separator: ", "))
+            }
+            guard chosen.runs(on: device), kind != .cooperativeMatrix || columns % 8 == 0 else {
                 throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(name)", reason:
                     "\(device.physical.name) cannot run it (needs \(chosen.sharedBytes) bytes of shared memory"
-                    + (kind == .cooperativeMatrix ? ", VK_NV_cooperative_matrix, Float16 and 32-wide subgroups)" : ")")
+                    + (kind == .cooperativeMatrix ? ", VK_NV_cooperative_matrix, Float16, 32-wide subgroups and columns a multiple of 8)" : ")")
                     + "; unset it to choose automatically")
             }
             return chosen
         }
-        return [Kind.cooperativeMatrix, .tiled].map { variant($0, bits: bits) }.first { $0.runs(on: device) }
+        if columns % 8 == 0, let cooperative = variant(.cooperativeMatrix, bits: bits, tile: tile) ?? variant(.cooperativeMatrix, bits: bits),
+           cooperative.runs(on: device) {
+            return cooperative
+        }
+        return variant(.tiled, bits: bits).flatMap { $0.runs(on: device) ? $0 : nil }
     }
+
+    /// The process's environment, read once: building it costs tens of µs, once per product
+    /// measured 16.7 ms of host time in a 512-token pass on the H100's host.
+    static let processEnvironment = ProcessInfo.processInfo.environment
+
+    /// Picks the cooperative-matrix tile by its shape (`64x64`, `128x128`; see `cooperativeTiles`),
+    /// for measurements; unset, 64 tokens × 128 rows.
+    static let tileVariable = "PHI_GPU_PREFILL_TILE"
 }
 
 /// `PHI_GPU_PREFILL` names a prefill kernel that does not exist or cannot run on this device.
@@ -101,7 +137,7 @@ extension GPUBackend {
     /// Queues a many-token product with the tiled prefill kernels when they apply; returns false
     /// to let the caller use the general kernel.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor) throws -> Bool {
-        guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, device: context.device)
+        guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, columns: weight.columns, device: context.device)
         else { return false }
         try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)
         return true

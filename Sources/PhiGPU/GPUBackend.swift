@@ -292,17 +292,27 @@ public final class GPUBackend: ProfilingBackend {
     public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
         let (config, _) = try prepared()
         try checkPositions(startPosition, count)
-        let width = context.workgroupSize
-        guard config.headDimension <= min(256, 8 * width) else {
-            throw BackendError.unsupportedWeight(name: "attention", reason: "head dimension \(config.headDimension) above 256")
-        }
         // Decode steps split the keys over many workgroups (attention_split.comp), which reads the
-        // Float16 cache 8 values at a time.
-        let splitWidth = min(128, context.device.physical.maxWorkgroupInvocations)
+        // Float16 cache 8 values at a time; prompts take 32 queries a workgroup (attention.comp).
+        let physical = context.device.physical
+        let splitWidth = min(128, physical.maxWorkgroupInvocations)
         let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
+        let promptWidth = 256, promptQueries = 32, promptShared = 27_136
+        if !split {
+            guard config.headDimension % 8 == 0, config.headDimension <= 128 else {
+                throw BackendError.unsupportedWeight(name: "attention", reason:
+                    "head dimension \(config.headDimension): the GPU's prompt attention needs a multiple of 8 up to 128; use --cpu")
+            }
+            guard physical.maxWorkgroupInvocations >= promptWidth, physical.sharedMemoryBytes >= promptShared,
+                  physical.subgroupSize >= 8 else {
+                throw BackendError.unsupportedWeight(name: "attention", reason:
+                    "\(physical.name) lacks what the prompt attention needs (\(promptWidth) invocations, \(promptShared) bytes of "
+                    + "shared memory, subgroups of 8 or more); use --cpu")
+            }
+        }
         let pipeline = try context.pipeline(split ? ShaderLibrary.attentionSplit : ShaderLibrary.attention, bindings: 5,
                                             pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                            specialization: [UInt32(split ? splitWidth : width)])
+                                            specialization: [UInt32(split ? splitWidth : promptWidth)])
         let slot = try parameterSlot(UInt32(startPosition))
         guard let partials else { throw BackendError.notPrepared }
         let target = split ? partials : try gpu(out).buffer
@@ -312,7 +322,8 @@ public final class GPUBackend: ProfilingBackend {
                                         kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
                                         context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot(),
                                         chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks)),
-                     groups: split ? (attentionChunks, config.headCount, count) : (count, config.headCount, 1))
+                     groups: split ? (attentionChunks, config.headCount, count)
+                        : ((count + promptQueries - 1) / promptQueries, config.headCount, 1))
         guard split else { return }
         let merge = try context.pipeline(ShaderLibrary.attentionMerge, bindings: 2,
                                          pushConstantSize: MemoryLayout<MergeConstants>.size, specialization: [64])

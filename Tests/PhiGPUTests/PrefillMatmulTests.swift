@@ -53,8 +53,8 @@ final class PrefillMatmulTests: XCTestCase {
 
     /// The variants to test on this device, with their tolerance.
     func variantsToTest(bits: Int, device: Device) -> [(PrefillKernel, Float)] {
-        PrefillKernel.Kind.allCases
-            .map { PrefillKernel.variant($0, bits: bits) }
+        let cooperative = PrefillKernel.cooperativeTiles.compactMap { PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: $0.name) }
+        return ([PrefillKernel.variant(.tiled, bits: bits)].compactMap { $0 } + cooperative)
             .filter { $0.runs(on: device) }
             .map { ($0, $0.kind == .cooperativeMatrix ? 1e-2 : 1e-4) }
     }
@@ -142,7 +142,7 @@ final class PrefillMatmulTests: XCTestCase {
             let out = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
             try out.buffer.fill(poison)
             try backend.matmul(input, rows: 0..<tokens, weight: .qkv(layer: 0), into: out)
-            let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, device: backend.context.device))
+            let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, columns: 64, device: backend.context.device))
             assertClose(try backend.read(out, rows: 0..<tokens), CPUReference.matmul(x, weight: weight.matrix),
                         relative: kernel.kind == .cooperativeMatrix ? 1e-2 : 1e-4, "backend matmul \(bits)-bit, \(tokens) tokens")
         }
@@ -154,23 +154,23 @@ final class PrefillMatmulTests: XCTestCase {
     func testKernelChoiceFollowsTheDeviceFeaturesAndTheOverride() throws {
         let device = try TestGPU.context().device
         let none: [String: String] = [:]
-        XCTAssertNil(try PrefillKernel.choose(tokens: 8, bits: 4, device: device, environment: none),
+        XCTAssertNil(try PrefillKernel.choose(tokens: 8, bits: 4, columns: 64, device: device, environment: none),
                      "8 tokens or fewer stay with matmul.comp")
-        let chosen = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, device: device, environment: none))
+        let chosen = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device, environment: none))
         let cooperative = device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32
         XCTAssertEqual(chosen.kind == .cooperativeMatrix, cooperative, "cooperative matrices exactly where the device offers them")
         XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4" : "matmulTiledQ4")
-        XCTAssertNil(try PrefillKernel.choose(tokens: 512, bits: 8, device: device,
+        XCTAssertNil(try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
                                               environment: [PrefillKernel.environmentVariable: "general"]))
-        let forced = try PrefillKernel.choose(tokens: 512, bits: 8, device: device,
+        let forced = try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
                                               environment: [PrefillKernel.environmentVariable: "tiled"])
         XCTAssertEqual(forced?.shader.name, "matmulTiledQ8")
-        XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, device: device,
+        XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
                                                       environment: [PrefillKernel.environmentVariable: "fastest"])) { error in
             XCTAssertTrue("\(error)".contains("PHI_GPU_PREFILL=fastest") && "\(error)".contains("cooperativeMatrix"), "\(error)")
         }
         if !cooperative {
-            XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, device: device,
+            XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
                                                           environment: [PrefillKernel.environmentVariable: "cooperativeMatrix"])) { error in
                 XCTAssertTrue("\(error)".contains("VK_NV_cooperative_matrix"), "\(error)")
             }
@@ -186,9 +186,10 @@ final class PrefillMatmulTests: XCTestCase {
         }
         let url = TestPaths.packageRoot.appendingPathComponent("Shaders/variants.json")
         let list = try JSONDecoder().decode(VariantList.self, from: Data(contentsOf: url))
-        for kind in PrefillKernel.Kind.allCases {
-            for bits in [4, 8] {
-                let kernel = PrefillKernel.variant(kind, bits: bits)
+        for bits in [4, 8] {
+            let cooperative = PrefillKernel.cooperativeTiles.compactMap { PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: $0.name) }
+            XCTAssertFalse(cooperative.isEmpty, "a \(bits)-bit cooperative-matrix variant")
+            for kernel in [PrefillKernel.variant(.tiled, bits: bits)].compactMap({ $0 }) + cooperative {
                 let defines = try XCTUnwrap(list.variants.first { $0.name == kernel.shader.name }?.defines, kernel.shader.name)
                 XCTAssertEqual(defines["BITS"], "\(bits)", kernel.shader.name)
                 XCTAssertEqual(defines["TILE_TOKENS"], "\(kernel.tileTokens)", kernel.shader.name)
@@ -196,6 +197,12 @@ final class PrefillMatmulTests: XCTestCase {
                 XCTAssertEqual(defines["TILE_K"], "\(kernel.tileColumns)", kernel.shader.name)
                 XCTAssertEqual(localSize(kernel.shader.words), kernel.threads, "workgroup size of \(kernel.shader.name)")
             }
+        }
+        // Every compiled cooperative-matrix variant has its row in the table.
+        for variant in list.variants where variant.name.hasPrefix("matmulCoopmat") {
+            let bits = Int(variant.defines?["BITS"] ?? "") ?? 0
+            let tile = String(variant.name.dropFirst("matmulCoopmatQ\(bits)".count))
+            XCTAssertNotNil(PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: tile), variant.name)
         }
     }
 
