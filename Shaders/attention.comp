@@ -1,16 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_clustered : require
 // Causal grouped-query attention of a prompt, flash style and tiled: workgroup (query block, head)
 // takes Q_BLOCK consecutive queries of one head and walks their cached keys K_BLOCK at a time,
 // so every key and value row staged in shared memory serves Q_BLOCK queries. Per block:
 //   scores   invocation (query q, key k + 8m), m < K_BLOCK / 8: dot products from shared memory;
-//   softmax  the 8 invocations of a query combine their maxima and sums (clustered subgroup ops)
+//   softmax  the 8 invocations of a query combine their maxima and sums through shared memory
 //            and rescale the running output (online softmax, Float32);
 //   values   invocation (query q, dimension d + 8n) accumulates its outputs over the block's keys.
 // The same 8 invocations hold a query's running max and sum, so no other exchange is needed.
-// Needs head_dim a multiple of 8 and at most MAX_HEAD_DIM, 8-wide subgroups or wider, a workgroup
+// Needs head_dim a multiple of 8 and at most MAX_HEAD_DIM, a workgroup
 // of THREADS (the Swift side passes it as specialization constant 0), and the Float16 KV cache.
 // (Decode steps use attention_split.comp.)
 #include "common.glsl"
@@ -48,6 +47,8 @@ shared vec2 query_tile[Q_BLOCK * Q_STRIDE];        // (Q_BLOCK, headDim / 2 + pa
 shared uint key_tile[K_BLOCK * KV_STRIDE];          // (K_BLOCK, headDim / 2 + pad) Float16 pairs
 shared uint value_tile[K_BLOCK * KV_STRIDE];        // (K_BLOCK, headDim / 2 + pad) Float16 pairs
 shared float probabilities[Q_BLOCK * P_STRIDE];     // (Q_BLOCK, K_BLOCK + pad) softmax numerators of the block
+shared float part_max[THREADS];                     // (Q_BLOCK, 8) each invocation's largest score of the block
+shared float part_sum[THREADS];                     // (Q_BLOCK, 8) each invocation's sum of numerators
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -99,18 +100,29 @@ void main() {
             scores[m] = block + key <= position ? dot_qk : -1.0 / 0.0;
             block_max = max(block_max, scores[m]);
         }
+        part_max[tid] = block_max;
+        barrier();
+        float query_max = part_max[q * 8];
+        [[unroll]] for (uint i = 1; i < 8; ++i) {
+            query_max = max(query_max, part_max[q * 8 + i]);
+        }
         // Block 0 always holds key 0, which every query sees, so new_max is finite from then on.
-        const float new_max = max(running_max, subgroupClusteredMax(block_max, 8));
+        const float new_max = max(running_max, query_max);
         float block_sum = 0.0;
         [[unroll]] for (uint m = 0; m < KEYS_PER_THREAD; ++m) {
             const float p = exp(scores[m] - new_max);
             probabilities[q * P_STRIDE + part + 8 * m] = p;
             block_sum += p;
         }
+        part_sum[tid] = block_sum;
+        barrier(); // probabilities and partial sums are published
+        float query_sum = 0.0;
+        [[unroll]] for (uint i = 0; i < 8; ++i) {
+            query_sum += part_sum[q * 8 + i];
+        }
         const float correction = exp(running_max - new_max);
-        running_sum = running_sum * correction + subgroupClusteredAdd(block_sum, 8);
+        running_sum = running_sum * correction + query_sum;
         running_max = new_max;
-        barrier(); // probabilities are published
 
         [[unroll]] for (uint n = 0; n < DIMS_PER_THREAD; ++n) {
             outputs[n] *= correction;
