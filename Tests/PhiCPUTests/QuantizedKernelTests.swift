@@ -61,6 +61,14 @@ final class QuantizedKernelTests: XCTestCase {
         check(bits: 8, groupSize: 32, rows: 9, columns: 96, tokens: 1, seed: 12)   // 24 words a row
     }
 
+    /// Rows wider than the AVX2 float kernel's 512-column panels (chunks after the first add to the
+    /// output), with row counts that are not whole 12-row panels or 3-row tiles.
+    func testPromptProductsOverSeveralColumnChunks() {
+        check(bits: 4, groupSize: 64, rows: 27, columns: 1280, tokens: 9, seed: 13, outliers: true)
+        check(bits: 4, groupSize: 32, rows: 16, columns: 1536, tokens: 64, seed: 14)
+        check(bits: 8, groupSize: 128, rows: 14, columns: 1152, tokens: 6, seed: 15)
+    }
+
     /// 96 columns is not a whole number of 8-word 4-bit blocks: the plain path must be taken and agree.
     func testPlainPathForOddWidths() {
         check(bits: 4, groupSize: 32, rows: 11, columns: 96, tokens: 3, seed: 7)

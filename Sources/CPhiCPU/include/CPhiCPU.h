@@ -12,6 +12,8 @@ int phi_cpu_has_avx2(void);
 /// W: MLX affine 4- or 8-bit rows of words_per_row 32-bit words (a multiple of 8), Float16 scales
 /// and biases (groups_per_row a row). x_permuted: (tokens, columns) with, inside each block of
 /// 8 words, element k * (32 / bits) + j at j * 8 + k. group_sums: (tokens, groups_per_row).
+/// From 5 tokens on, weights are dequantized (s * q + b) into an L1 panel once and shared by all
+/// tokens (a float product, no per-token unpacking); fewer tokens unpack in registers.
 void phi_cpu_quantized_matmul_avx2(const uint32_t *words, const uint16_t *scales, const uint16_t *biases,
                                    int words_per_row, int groups_per_row, int group_size, int bits,
                                    const float *x_permuted, const float *group_sums, int tokens, int columns,
