@@ -6,11 +6,11 @@ import VulkanKit
 
 /// The Vulkan backend: the forward pass's operations as compute shaders on one GPU.
 ///
-/// Operations are queued, and nothing runs until `read` records them into one command buffer (a
-/// barrier after each dispatch), submits it and waits: one token's whole forward pass is one submit.
-/// Values that change from step to step (token ids, positions) live in host-visible buffers that
-/// the shaders read, not in the recording; so when a step queues exactly what the previous one did
-/// (every decode step of one shape), the command buffer recorded then is submitted again as it is.
+/// Operations are queued into a `CommandStream`, which submits them in segments of a few dozen
+/// commands (a barrier after each) while the rest are still being queued; only `read` waits for the
+/// GPU. Values that change from step to step (token ids, positions) live in host-visible buffers
+/// that the shaders read, not in the recording; so when a step queues exactly what the previous one
+/// did (every decode step of one shape), the command buffers recorded then are submitted again.
 public final class GPUBackend: ProfilingBackend {
     public let context: GPUContext
     public var name: String { "gpu (\(context.device.physical.name))" }
@@ -38,33 +38,28 @@ public final class GPUBackend: ProfilingBackend {
     private let parameterCapacity = 1024
     private var parametersUsed = 0
 
-    private let pool: CommandPool
-    private let commands: CommandBuffer
-    private let fence: Fence
-    private var pending: [QueuedCommand] = []
+    private let stream: CommandStream
     /// The last queued product, while it may still take the residual add that follows it.
     private var lastProduct: QueuedProduct?
     /// The last queued one-token RMSNorm or SiLU gate, while the product that follows may fuse it.
     private var lastPrologue: QueuedPrologue?
-    private var recorded: [QueuedCommand] = []
     private let rmsNormKernel: RMSNormKernel
-    /// Command buffers recorded and reused so far (for benchmarks and tests).
-    public private(set) var recordings = 0
-    public private(set) var submissions = 0
-    /// Host time spent queueing the last submission's commands (from the first to the submit), seconds.
-    public private(set) var lastQueueSeconds = 0.0
-    private let clock = ContinuousClock()
-    private var queueStart = ContinuousClock.now
-    /// While true, `flush` records a timestamp after every command (and re-records each time).
-    public var profiling = false
-    public private(set) var lastProfile: [KernelTime] = []
-    private var timestamps: TimestampQueryPool?       // (commands + 1) timestamps while profiling
+    /// Command buffers recorded so far; a replayed one does not count (for benchmarks and tests).
+    public var recordings: Int { stream.recordings }
+    public var submissions: Int { stream.submissions }
+    /// Host time spent queueing the last synchronisation's commands (from the first to the final submit), seconds.
+    public var lastQueueSeconds: Double { stream.lastQueueSeconds }
+    /// While true, a synchronisation submits everything at once and records a timestamp after every command.
+    public var profiling: Bool {
+        get { stream.profiling }
+        set { stream.profiling = newValue }
+    }
+    public var lastProfile: [KernelTime] { stream.lastProfile }
 
-    public init(context: GPUContext) throws {
+    /// A backend on `context`; `segmentLength` commands go to the GPU in each early submission.
+    public init(context: GPUContext, segmentLength: Int = 24) throws {
         self.context = context
-        pool = try CommandPool(device: context.device)
-        commands = try CommandBuffer(pool: pool)
-        fence = try Fence(device: context.device)
+        stream = try CommandStream(device: context.device, segmentLength: segmentLength)
         rmsNormKernel = try RMSNormKernel(context: context)
         parameters = try Buffer(device: context.device, byteCount: parameterCapacity * 4, location: .hostVisible, label: "parameters")
     }
@@ -74,7 +69,7 @@ public final class GPUBackend: ProfilingBackend {
     public func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws {
         let config = weights.config
         try flush()
-        recorded = []
+        stream.forgetRecordings()
         let names: [WeightName] = [.embedding, .lmHead] + (0..<config.layerCount).flatMap { layer in
             [.qkv(layer: layer), .attentionOutput(layer: layer), .gateUp(layer: layer), .down(layer: layer)]
         }
@@ -185,14 +180,14 @@ public final class GPUBackend: ProfilingBackend {
                      RMSNormConstants(columns: UInt32(x.columns), rows: UInt32(count), epsilon: config.rmsNormEpsilon),
                      groups: (count, 1, 1))
         if count == 1 {
-            lastPrologue = QueuedPrologue(kind: .norm, index: pending.count - 1, input: x, norm: weightBuffer, out: out)
+            lastPrologue = QueuedPrologue(kind: .norm, index: stream.queued.count - 1, input: x, norm: weightBuffer, out: out)
         }
     }
 
     public func matmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor) throws {
         // A one-token RMSNorm or SiLU gate into `x` queued just before is fused into the product.
         var prologue: QueuedPrologue?
-        if let queued = lastPrologue, queued.index == pending.count - 1, queued.out === x, rows == 0..<1 {
+        if let queued = lastPrologue, queued.index == stream.queued.count - 1, queued.out === x, rows == 0..<1 {
             prologue = queued
         }
         try queueMatmul(x, rows: rows, weight: weight, into: out, accumulateInto: nil, prologue: prologue)
@@ -249,8 +244,8 @@ public final class GPUBackend: ProfilingBackend {
     private func queueMatvec(_ kernel: MatvecKernel, x: BackendTensor, rows: Range<Int>, weight: WeightName, w: GPUMatrix,
                              into out: BackendTensor, accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?) throws {
         let (config, _) = try prepared()
-        if let prologue, prologue.index == pending.count - 1 {
-            pending.removeLast()
+        if let prologue, prologue.index == stream.queued.count - 1 {
+            stream.removeLast()
         }
         let subgroup = context.device.physical.subgroupSize
         let subgroupsPerGroup = max(1, min(kernel.subgroups, context.device.physical.maxWorkgroupInvocations / subgroup))
@@ -268,7 +263,7 @@ public final class GPUBackend: ProfilingBackend {
                                      groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns), epsilon: config.rmsNormEpsilon),
                      groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, 1, 1))
         if accumulator == nil {
-            lastProduct = QueuedProduct(index: pending.count - 1, x: x, rows: rows, weight: weight, out: out, prologue: prologue)
+            lastProduct = QueuedProduct(index: stream.queued.count - 1, x: x, rows: rows, weight: weight, out: out, prologue: prologue)
         }
     }
 
@@ -335,15 +330,15 @@ public final class GPUBackend: ProfilingBackend {
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
         try elementwise(ShaderLibrary.siluGate, gateUp, out, count: count, width: out.columns)
         if count == 1, gateUp.columns == 2 * out.columns {
-            lastPrologue = QueuedPrologue(kind: .silu, index: pending.count - 1, input: gateUp, norm: nil, out: out)
+            lastPrologue = QueuedPrologue(kind: .silu, index: stream.queued.count - 1, input: gateUp, norm: nil, out: out)
         }
     }
 
     public func add(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
         // A product into `x` queued just before is re-queued to add into `accumulator` itself.
-        if let product = lastProduct, product.index == pending.count - 1, product.out === x, product.rows.count == count,
+        if let product = lastProduct, product.index == stream.queued.count - 1, product.out === x, product.rows.count == count,
            accumulator.columns == x.columns, accumulator !== product.x, accumulator !== product.prologue?.input {
-            pending.removeLast()
+            stream.removeLast()
             try queueMatmul(product.x, rows: product.rows, weight: product.weight, into: product.out, accumulateInto: accumulator,
                             prologue: product.prologue)
             return
@@ -362,8 +357,8 @@ public final class GPUBackend: ProfilingBackend {
             readback = try Buffer(device: context.device, byteCount: byteCount, location: .hostVisible, label: "read-back")
         }
         let staging = readback!
-        pending.append(.copy(source: try gpu(tensor).buffer, destination: staging, byteCount: byteCount,
-                             sourceOffset: rows.lowerBound * tensor.columns * 4))
+        try stream.append(.copy(source: try gpu(tensor).buffer, destination: staging, byteCount: byteCount,
+                                sourceOffset: rows.lowerBound * tensor.columns * 4), fullBarriers: fullBarriers)
         try flush()
         return try staging.read(Float.self, count: rows.count * tensor.columns)
     }
@@ -384,8 +379,8 @@ public final class GPUBackend: ProfilingBackend {
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
         var value = constants
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
-        if pending.isEmpty { queueStart = clock.now }
-        pending.append(.dispatch(pipeline: pipeline, set: set, constants: bytes, groups: Groups(x: groups.0, y: groups.1, z: groups.2)))
+        try stream.append(.dispatch(pipeline: pipeline, set: set, constants: bytes, groups: Groups(x: groups.0, y: groups.1, z: groups.2)),
+                          fullBarriers: fullBarriers)
     }
 
     /// Stores a per-step value where the shaders read it; returns its slot for the push constants.
@@ -396,59 +391,23 @@ public final class GPUBackend: ProfilingBackend {
         return UInt32(parametersUsed - 1)
     }
 
-    /// Runs everything queued and waits for it, re-recording the command buffer only when the
-    /// queue differs from what it holds.
-    private func flush() throws {
-        guard !pending.isEmpty else { return }
-        let flushStart = clock.now
-        lastQueueSeconds = Double((flushStart - queueStart).components.attoseconds) * 1e-18
-            + Double((flushStart - queueStart).components.seconds)
-        let profiled = profiling ? try timestampPool(count: pending.count + 1) : nil
-        if pending != recorded || profiled != nil {
-            try commands.begin()
-            if let profiled {
-                commands.reset(profiled)
-                commands.writeTimestamp(profiled, index: 0)
-            }
-            // Each command waits for the one before. Decode steps use compute-to-compute barriers
-            // between dispatches (the transfer stage only before a copy); prompts keep full barriers,
-            // which measured steadier for them on an H100 (pp512 2,700 ± 95 against 2,490 ± 690 t/s).
-            let fullBarriers = getenv("PHI_GPU_BARRIER").map { String(cString: $0) == "full" } ?? (tokensUsed > splitTokens)
-            for (index, command) in pending.enumerated() {
-                let nextIsCopy = index + 1 < pending.count && { if case .copy = pending[index + 1] { true } else { false } }()
-                switch command {
-                case .dispatch(let pipeline, let set, let constants, let groups):
-                    commands.dispatch(pipeline, set: set, constantBytes: constants, groups: (groups.x, groups.y, groups.z))
-                    if fullBarriers { commands.barrier() } else { commands.barrier(from: .compute, to: nextIsCopy ? [.compute, .transfer] : .compute) }
-                case .copy(let source, let destination, let byteCount, let sourceOffset):
-                    commands.copy(from: source, to: destination, byteCount: byteCount, sourceOffset: sourceOffset)
-                    commands.barrier()
-                }
-                if let profiled { commands.writeTimestamp(profiled, index: index + 1) }
-            }
-            try commands.end()
-            // A profiled recording is not kept: the next step records afresh without timestamps.
-            recorded = profiled == nil ? pending : []
-            recordings += 1
-        }
-        let flushed = profiled == nil ? [] : pending
-        pending.removeAll(keepingCapacity: true)
-        lastProduct = nil
-        lastPrologue = nil
-        tokensUsed = 0
-        parametersUsed = 0
-        submissions += 1
-        try context.device.submit(commands, signalling: fence)
-        try fence.wait()
-        if let profiled { lastProfile = try QueuedCommand.kernelTimes(flushed, nanoseconds: profiled.nanoseconds(first: flushed.count + 1)) }
+    /// Barriers between this step's commands: full ones for prompts, which measured steadier for
+    /// them on an H100 (pp512 2,700 ± 95 against 2,490 ± 690 t/s), compute-to-compute ones (the
+    /// transfer stage only before a copy) for decode steps. `PHI_GPU_BARRIER=full` forces full ones.
+    private var fullBarriers: Bool {
+        Self.forceFullBarriers || tokensUsed > splitTokens
     }
+    private static let forceFullBarriers = ProcessInfo.processInfo.environment["PHI_GPU_BARRIER"] == "full"
 
-    /// A query pool of at least `count` timestamps, grown when needed.
-    private func timestampPool(count: Int) throws -> TimestampQueryPool {
-        if let timestamps, timestamps.count >= count { return timestamps }
-        let pool = try TimestampQueryPool(device: context.device, count: max(count, 512))
-        timestamps = pool
-        return pool
+    /// Runs everything queued and waits for it (segments may already be running).
+    private func flush() throws {
+        defer {
+            lastProduct = nil
+            lastPrologue = nil
+            tokensUsed = 0
+            parametersUsed = 0
+        }
+        try stream.finish(fullBarriers: fullBarriers)
     }
 
     private func prepared() throws -> (ModelConfig, Buffer) {

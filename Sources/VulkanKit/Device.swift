@@ -123,15 +123,16 @@ public final class Device: @unchecked Sendable {
         try fence.wait()
     }
 
-    /// Submits `commands`; `fence` is signalled when they finish.
-    public func submit(_ commands: CommandBuffer, signalling fence: Fence) throws {
+    /// Submits `commands`; `fence`, if any, is signalled when they and everything submitted
+    /// before them have finished.
+    public func submit(_ commands: CommandBuffer, signalling fence: Fence?) throws {
         var buffer: VkCommandBuffer? = commands.handle
         var info = VkSubmitInfo()
         info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO
         info.commandBufferCount = 1
         try withUnsafePointer(to: &buffer) { pointer in
             info.pCommandBuffers = pointer
-            try lock.withLock { try check(vkQueueSubmit(queue, 1, &info, fence.handle), "vkQueueSubmit") }
+            try lock.withLock { try check(vkQueueSubmit(queue, 1, &info, fence?.handle), "vkQueueSubmit") }
         }
     }
 

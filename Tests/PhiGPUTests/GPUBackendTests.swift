@@ -204,6 +204,28 @@ final class GPUBackendTests: XCTestCase {
         try TestGPU.assertNoValidationErrors()
     }
 
+    func testStepsSubmittedInManySegmentsMatchTheCPUBackend() throws {
+        let config = Self.smallConfig
+        let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
+        let tokens: [Int32] = (0..<9).map { _ in Int32.random(in: 0..<300, using: &random) }
+        // Three commands a segment: every step goes to the GPU in many submissions.
+        let gpuBackend = try GPUBackend(context: try TestGPU.context(), segmentLength: 3)
+        let gpu = try ForwardPass(weights: weights, backend: gpuBackend, contextLength: 32, maxBatch: 4)
+        let cpu = try ForwardPass(weights: weights, backend: CPUBackend(threads: 1), contextLength: 32, maxBatch: 4)
+        assertClose(try gpu.forward(tokens: tokens, logits: .all), try cpu.forward(tokens: tokens, logits: .all),
+                    relative: 1e-3, "prefill logits in segments")
+        var recordingsAfterFirstDecode = 0
+        for (step, token) in [Int32(7), 123, 250].enumerated() {
+            let submissionsBefore = gpuBackend.submissions
+            assertClose(try gpu.forward(tokens: [token], logits: .last), try cpu.forward(tokens: [token], logits: .last),
+                        relative: 1e-3, "decode logits in segments at step \(step)")
+            XCTAssertGreaterThan(gpuBackend.submissions - submissionsBefore, 3, "a decode step is submitted in several segments")
+            if step == 0 { recordingsAfterFirstDecode = gpuBackend.recordings }
+        }
+        XCTAssertEqual(gpuBackend.recordings, recordingsAfterFirstDecode, "decode steps replay every segment's recording")
+        try TestGPU.assertNoValidationErrors()
+    }
+
     func testNotEnoughMemoryIsAClearError() throws {
         let backend = try GPUBackend(context: try TestGPU.context())
         var config = Self.smallConfig
