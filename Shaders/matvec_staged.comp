@@ -1,17 +1,26 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 // Decode product y[r] = Σ_c W[r, c] · x[c] for one token, W quantized (BITS-bit affine groups),
 // with x staged in shared memory.
-// Each workgroup first copies x (CHUNK columns at a time) into shared memory, padded by one vec4
+// Each workgroup first copies x (CHUNK columns at a time) into shared memory, padded by 16 bytes
 // per block so that lanes reading neighbouring blocks hit distinct banks, together with each
-// block's Σ x for the affine bias term. Each subgroup then computes ROWS rows: every lane loads
-// UNROLL 16-byte blocks of each row (all loads issued before any is used), reads the block's x
-// from shared memory once into registers and uses it for all ROWS rows.
-// Values are unpacked with one AND-OR per value: (word & mask) | 0x4B000000 read as a float is
-// 2^23 plus the value times 2^e, exact while the masked bits stay below bit 23, so the staged x is
-// pre-multiplied by 2^-e, e being where the value's bits sit (the top positions are taken from
-// word >> 12 for 4 bits, word >> 16 for 8 bits).
+// block's Σ x for the affine bias term. Each subgroup then computes ROWS rows in rounds: every lane
+// loads UNROLL 16-byte blocks of each row, reads each block's x from shared memory once into
+// registers and uses it for all ROWS rows. The first round's weights are requested at the start,
+// before x is staged, and every round requests the next one's before it computes, so that the
+// latency of weight loads overlaps the staging and the arithmetic.
+// 4-bit weights are multiplied in Float16 pairs (the arithmetic per value would otherwise cost as
+// much time as reading it): (word & 0x000F000F) | 0x64006400 read as two Float16 is 1024 plus the
+// values at bits 0 and 16, exact, so one AND-OR, one subtraction (of 1032: values centred on 0)
+// and one fma take two values; the mask 0x00F000F0 gives 1024 plus 16 times the values at bits 4
+// and 20, and word >> 8 the other four. x is
+// staged as the matching Float16 pairs, divided by 16 where the value comes scaled, and by a power
+// of two per block (`block_scale`) that keeps every pair sum of a word below 4,000; each word's
+// sum goes to Float32. Relative error ≈ 3e-4 of the largest output (Float16 x, as in prefill).
+// 8-bit weights are unpacked in Float32 with one AND-OR per value: (word & mask) | 0x4B000000 read
+// as a float is 2^23 plus the value times 2^e, so the staged x is pre-multiplied by 2^-e.
 // Prologues fuse the operation that produced x into the staging, so that it needs no dispatch of
 // its own (workgroup 0 also writes the x it computed, so the result is the same as unfused):
 //   PROLOGUE_NORM: x = RMSNorm(input row) · norm_weight (needs columns <= CHUNK)
@@ -28,7 +37,6 @@ layout(constant_id = 2) const uint UNROLL = 2;  // blocks per row and lane loade
 #endif
 #define BLOCK_VALUES (4 * VALUES_PER_WORD)  // values in one 16-byte block: 32 (4-bit) or 16 (8-bit)
 #define BLOCK_VEC4 (BLOCK_VALUES / 4)        // vec4s of x per block
-#define PADDED_VEC4 (BLOCK_VEC4 + 1)
 #define CHUNK_BLOCKS (CHUNK / BLOCK_VALUES)
 
 #include "matvec_io.glsl"
@@ -38,41 +46,57 @@ layout(std430, binding = 6) readonly buffer NormWeight { vec4 norm_weight[]; }; 
 layout(std430, binding = 7) writeonly buffer PrologueOutput { vec4 prologue_out[]; }; // (tokens, columns) x as computed
 #endif
 
-shared vec4 staged[CHUNK_BLOCKS * PADDED_VEC4]; // (chunk blocks, BLOCK_VEC4 + 1 padding) x · 2^-e
-shared float block_sums[CHUNK_BLOCKS];          // (chunk blocks) Σ x over each block
-shared float subgroup_sums[64];                 // (subgroups) for the RMSNorm reduction
+#if BITS == 4
+#define STAGED_PER_BLOCK 5                           // uvec4s: one per word of the block, one of padding
+shared uvec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK]; // (chunk blocks, 5) Float16 x pairs / block_scale
+shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, block_scale)
+#else
+#define STAGED_PER_BLOCK (BLOCK_VEC4 + 1)            // vec4s: the block's x and one of padding
+shared vec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK];  // (chunk blocks, BLOCK_VEC4 + 1) x · 2^-e
+shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, 1)
+#endif
+shared float subgroup_sums[64];                       // (subgroups) for the RMSNorm reduction
 
+#if BITS == 4
+// The two values of (w & mask) minus 8, as Float16 (times 16 for the mask 0x00F000F0): centred,
+// so that the Float16 sums stay small next to the result (whose bias term cancels the mean of q).
+#define HALF_PAIR(w, mask) (unpackFloat2x16(((w) & (mask)) | 0x64006400u) \
+                            - ((mask) == 0x000F000Fu ? f16vec2(1032.0hf) : f16vec2(1152.0hf)))
+#define CENTRE 8.0  // the value HALF_PAIR subtracts from q
+
+// Σ over one 16-byte block of (q - 8) · x / block_scale, xs being the block's staged pairs.
+float block_dot(uvec4 block, uvec4 xs[4]) {
+    float total = 0.0;
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        const uint w = block[j];
+        const uint h = w >> 8;
+        f16vec2 pair_sums = HALF_PAIR(w, 0x000F000Fu) * unpackFloat2x16(xs[j].x);
+        pair_sums = fma(HALF_PAIR(w, 0x00F000F0u), unpackFloat2x16(xs[j].y), pair_sums);
+        pair_sums = fma(HALF_PAIR(h, 0x000F000Fu), unpackFloat2x16(xs[j].z), pair_sums);
+        pair_sums = fma(HALF_PAIR(h, 0x00F000F0u), unpackFloat2x16(xs[j].w), pair_sums);
+        const vec2 sums = vec2(pair_sums);
+        total += sums.x + sums.y;
+    }
+    return total;
+}
+#else
+#define CENTRE 0.0  // 8-bit values are not centred
 #define MAGIC 0x4B000000u
 #define UNPACK(w, m) (uintBitsToFloat(((w) & (m)) | MAGIC) - 8388608.0)
 
-// The factors 2^-e for the four values of vec4 number i of a block (see block_dot).
-vec4 position_scale(uint i) {
-#if BITS == 4
-    return (i & 1u) == 0u ? vec4(1.0, 1.0 / 16.0, 1.0 / 256.0, 1.0 / 4096.0)
-                          : vec4(1.0 / 65536.0, 1.0 / 256.0, 1.0 / 4096.0, 1.0 / 65536.0);
-#else
-    return vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
-#endif
-}
-
-// Σ over one 16-byte block of q · x, x being the block's staged values.
+// Σ over one 16-byte block of q · x, xs being the block's staged values (x · 2^-e, e the position
+// of the value's bits: the high bytes are taken from word >> 16).
 float block_dot(uvec4 block, vec4 xs[BLOCK_VEC4]) {
     float total = 0.0;
     [[unroll]] for (uint j = 0; j < 4; ++j) {
         const uint w = block[j];
-#if BITS == 4
-        const uint h = w >> 12;  // positions 5-7 at bits 8-19
-        const vec4 low = vec4(UNPACK(w, 0xFu), UNPACK(w, 0xF0u), UNPACK(w, 0xF00u), UNPACK(w, 0xF000u));
-        const vec4 high = vec4(UNPACK(w, 0xF0000u), UNPACK(h, 0xF00u), UNPACK(h, 0xF000u), UNPACK(h, 0xF0000u));
-        total += dot(low, xs[2 * j]) + dot(high, xs[2 * j + 1]);
-#else
         const uint h = w >> 16;  // bytes 2-3 at bits 0-15
         const vec4 q = vec4(UNPACK(w, 0xFFu), UNPACK(w, 0xFF00u), UNPACK(h, 0xFFu), UNPACK(h, 0xFF00u));
         total += dot(q, xs[j]);
-#endif
     }
     return total;
 }
+#endif
 
 // Σ of `value` over the workgroup (every invocation must call it).
 float workgroup_total(float value) {
@@ -88,12 +112,34 @@ float workgroup_total(float value) {
     return total;
 }
 
+// Loads round `base` of the lane's blocks: block base + u · subgroup size of each of the ROWS rows
+// (clamped to the row's last block; past the end they are loaded, not used) and the (scale, bias)
+// of each block's group.
+#define LOAD_ROUND(base, blocks, factors)                                                         \
+    [[unroll]] for (uint u = 0; u < UNROLL; ++u) {                                               \
+        const uint k = min((base) + u * gl_SubgroupSize, blocks_per_row - 1);                     \
+        const uint group = k / blocks_per_group;                                                 \
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {                                             \
+            const uint row = min(first_row + r, pc.rows - 1); /* past the last row: not written */ \
+            blocks[u][r] = packed[row * blocks_per_row + k];                                     \
+            const uint g = row * groups_per_row + group;                                         \
+            factors[u][r] = vec2(HALF_AT(scales, g), HALF_AT(biases, g));                        \
+        }                                                                                        \
+    }
+
 void main() {
     const uint first_row = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * ROWS;
     const uint blocks_per_row = pc.columns / BLOCK_VALUES;
     const uint groups_per_row = pc.columns / pc.group_size;
     const uint blocks_per_group = pc.group_size / BLOCK_VALUES;
     const uint columns4 = pc.columns / 4;
+    const uint lane = gl_SubgroupInvocationID;
+    const uint round_blocks = UNROLL * gl_SubgroupSize;  // blocks of a row one round of the subgroup covers
+    // The weights of the first round are requested before anything else, so that their latency
+    // overlaps the staging of x; each later round is requested before the one before is used.
+    uvec4 blocks[UNROLL][ROWS];
+    vec2 factors[UNROLL][ROWS];  // (scale, bias) of each block's group
+    LOAD_ROUND(lane, blocks, factors)
 #ifdef PROLOGUE_SILU
     const uint x_base = pc.input_row * 2 * columns4;  // in vec4s: gate at x_base, up at x_base + columns4
 #else
@@ -117,52 +163,78 @@ void main() {
         barrier();  // the previous chunk is no longer read
         // One block per invocation: its x (after the prologue), scaled, and its Σ x.
         for (uint b = gl_LocalInvocationIndex; b < chunk_blocks; b += gl_WorkGroupSize.x) {
-            float block_sum = 0.0;
+            vec4 values[BLOCK_VEC4];
+            float block_sum = 0.0, largest = 0.0;
             [[unroll]] for (uint i = 0; i < BLOCK_VEC4; ++i) {
                 const uint v = (chunk + b) * BLOCK_VEC4 + i;  // vec4 number within the row
 #if defined(PROLOGUE_NORM)
-                const vec4 value = x[x_base + v] * norm_scale * norm_weight[v];
+                values[i] = x[x_base + v] * norm_scale * norm_weight[v];
 #elif defined(PROLOGUE_SILU)
                 const vec4 gate = x[x_base + v];
-                const vec4 value = gate / (1.0 + exp(-gate)) * x[x_base + columns4 + v];
+                values[i] = gate / (1.0 + exp(-gate)) * x[x_base + columns4 + v];
 #else
-                const vec4 value = x[x_base + v];
+                values[i] = x[x_base + v];
 #endif
 #if defined(PROLOGUE_NORM) || defined(PROLOGUE_SILU)
                 if (writes_prologue) {
-                    prologue_out[pc.input_row * columns4 + v] = value;
+                    prologue_out[pc.input_row * columns4 + v] = values[i];
                 }
 #endif
-                block_sum += value.x + value.y + value.z + value.w;
-                staged[b * PADDED_VEC4 + i] = value * position_scale(i);
+                block_sum += values[i].x + values[i].y + values[i].z + values[i].w;
+                const vec4 magnitude = abs(values[i]);
+                largest = max(largest, max(max(magnitude.x, magnitude.y), max(magnitude.z, magnitude.w)));
             }
-            block_sums[b] = block_sum;
+#if BITS == 4
+            // Word j holds values 8j ... 8j + 7 (vec4s 2j and 2j + 1); its pairs are values
+            // (8j + i, 8j + 4 + i), those with odd i divided by 16 (see block_dot).
+            const float block_scale = largest > 32.0 ? exp2(ceil(log2(largest / 32.0))) : 1.0;
+            const float inverse = 1.0 / block_scale;
+            [[unroll]] for (uint j = 0; j < 4; ++j) {
+                const vec4 low = values[2 * j] * inverse, high = values[2 * j + 1] * inverse;
+                staged[b * STAGED_PER_BLOCK + j] = uvec4(
+                    packFloat2x16(f16vec2(low.x, high.x)), packFloat2x16(f16vec2(vec2(low.y, high.y) * (1.0 / 16.0))),
+                    packFloat2x16(f16vec2(low.z, high.z)), packFloat2x16(f16vec2(vec2(low.w, high.w) * (1.0 / 16.0))));
+            }
+            block_info[b] = vec2(block_sum, block_scale);
+#else
+            [[unroll]] for (uint i = 0; i < BLOCK_VEC4; ++i) {
+                staged[b * STAGED_PER_BLOCK + i] = values[i] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            }
+            block_info[b] = vec2(block_sum, 1.0);
+#endif
         }
         barrier();
-        for (uint k0 = gl_SubgroupInvocationID; k0 < chunk_blocks; k0 += UNROLL * gl_SubgroupSize) {
-            uvec4 blocks[UNROLL][ROWS];
-            vec2 factors[UNROLL][ROWS];  // (scale, bias) of the block's group
+        for (uint k0 = 0; k0 < chunk_blocks; k0 += round_blocks) {  // k0: the round's first block within the chunk
+            // The next round: later in this chunk, else the first of the next chunk.
+            const uint next = k0 + round_blocks < chunk_blocks ? chunk + k0 + round_blocks : chunk + CHUNK_BLOCKS;
+            uvec4 next_blocks[UNROLL][ROWS];
+            vec2 next_factors[UNROLL][ROWS];
+            if (next < blocks_per_row) {
+                LOAD_ROUND(next + lane, next_blocks, next_factors)
+            }
             [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-                const uint k = min(k0 + u * gl_SubgroupSize, chunk_blocks - 1);  // past the end: loaded, not used
-                const uint group = (chunk + k) / blocks_per_group;
-                [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-                    const uint row = min(first_row + r, pc.rows - 1);  // past the last row: computed, not written
-                    blocks[u][r] = packed[row * blocks_per_row + chunk + k];
-                    const uint g = row * groups_per_row + group;
-                    factors[u][r] = vec2(HALF_AT(scales, g), HALF_AT(biases, g));
+                const uint k = k0 + lane + u * gl_SubgroupSize;
+                if (k < chunk_blocks) {
+#if BITS == 4
+                    uvec4 xs[4];
+#else
+                    vec4 xs[BLOCK_VEC4];
+#endif
+                    [[unroll]] for (uint i = 0; i < xs.length(); ++i) {
+                        xs[i] = staged[k * STAGED_PER_BLOCK + i];
+                    }
+                    const vec2 info = block_info[k];  // (Σ x, block_scale)
+                    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                        // scale · q + bias = scale · (q - CENTRE) + (bias + CENTRE · scale)
+                        const vec2 f = factors[u][r];
+                        sums[r] += f.x * info.y * block_dot(blocks[u][r], xs) + fma(CENTRE, f.x, f.y) * info.x;
+                    }
                 }
             }
             [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-                const uint k = k0 + u * gl_SubgroupSize;
-                if (k < chunk_blocks) {
-                    vec4 xs[BLOCK_VEC4];
-                    [[unroll]] for (uint i = 0; i < BLOCK_VEC4; ++i) {
-                        xs[i] = staged[k * PADDED_VEC4 + i];
-                    }
-                    const float x_sum = block_sums[k];
-                    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-                        sums[r] += factors[u][r].x * block_dot(blocks[u][r], xs) + factors[u][r].y * x_sum;
-                    }
+                [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                    blocks[u][r] = next_blocks[u][r];
+                    factors[u][r] = next_factors[u][r];
                 }
             }
         }

@@ -205,14 +205,13 @@ public final class GPUBackend: ProfilingBackend {
                                         range: rows, limit: x.rows)
         }
         if rows.count == 1 {
-            let physical = context.device.physical
             var fused = prologue
             var kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             prologue: fused?.kind ?? .none, device: physical)
+                                             prologue: fused?.kind ?? .none, device: context.device)
             if kernel == nil, fused != nil {
                 fused = nil
                 kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             device: physical)
+                                             device: context.device)
             }
             if let kernel {
                 try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused)

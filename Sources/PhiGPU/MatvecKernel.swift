@@ -37,21 +37,25 @@ struct MatvecKernel {
     static let defaultUnroll = 1
     static let defaultSubgroups = 8
 
-    /// Shared memory the staged kernel declares for `bits`-bit weights: padded x, block sums and
-    /// the norm's subgroup sums.
+    /// Shared memory the staged kernel declares for `bits`-bit weights: padded x (4-bit: a
+    /// Float16 pair per value pair, 16 bytes per word; 8-bit: a float per value), each block's
+    /// (Σ x, scale) and the norm's subgroup sums.
     static func stagedSharedBytes(bits: Int) -> Int {
         let blockValues = 128 / bits, blocks = stagedChunk / blockValues
-        return blocks * (blockValues / 4 + 1) * 16 + blocks * 4 + 64 * 4
+        let stagedPerBlock = bits == 4 ? 4 + 1 : blockValues / 4 + 1  // 16-byte entries, one of them padding
+        return blocks * stagedPerBlock * 16 + blocks * 8 + 64 * 4
     }
 
     /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
     /// no decode kernel takes the shape (the general product does) or the prologue cannot be fused.
     static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
-                       device: PhysicalDevice) -> MatvecKernel? {
+                       device: Device) -> MatvecKernel? {
         let override = environment("PHI_GPU_MATVEC")
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
-        let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.sharedMemoryBytes
+        // The 4-bit staged kernel multiplies in Float16.
+        let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.physical.sharedMemoryBytes
+            && (bits != 4 || device.enabled.float16)
         let staged = stagedFits && override != "plain"
         guard prologue == .none || (staged && (prologue != .norm || columns <= stagedChunk)) else { return nil }
         guard staged else {
