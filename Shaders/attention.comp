@@ -41,6 +41,7 @@ layout(push_constant) uniform AttentionConstants {
     float scale;        // 1 / sqrt(headDim)
     uint chunk_size;    // unused here (attention_split.comp's keys per workgroup)
     uint chunks;        // unused here (attention_split.comp's workgroups per token and head)
+    uint rotary;        // unused here (attention_split.comp's rotated dimensions with ROPE)
 } pc;
 
 shared vec2 query_tile[Q_BLOCK * Q_STRIDE];        // (Q_BLOCK, headDim / 2 + pad) the queries times the scale

@@ -1,12 +1,22 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Causal grouped-query attention of decode steps, split over the keys (flash decoding): workgroup
 // (chunk, head, token) takes `chunk_size` cached keys of one head, in blocks of at most
 // SCORE_BLOCK with an online softmax, and writes its partial result (unnormalised output, max,
-// sum) for attention_merge.comp to combine.
+// sum). Workgroups whose chunk starts past the query's position return at once. The last
+// workgroup of a (token, head) to finish (an atomic count per pair) combines the partials into
+// the output: out = Σ_c e^(m_c − M) · o_c / Σ_c e^(m_c − M) · l_c, and resets the
+// count for the next dispatch.
 // Scores: one key per invocation, its row read in 16-byte loads (8 Float16 values each).
 // Values: invocations split as (key slice, 8 dimensions), so head_dim / 8 neighbouring invocations
 // read one value row together; the slices' sums are added in shared memory at the end.
+// With ROPE the input is the fused qkv row rather than rotated queries, and the RoPE of rope_cache.comp
+// is done here: the query is rotated as it is staged (workgroups of chunk 0 also write it to
+// `queries_out`), and the keys and values of this call's own tokens (positions ≥ the first
+// token's) are staged from qkv into shared memory, rotated and rounded to Float16 as the cache
+// holds them, rather than read from the cache; one workgroup per (kv head, chunk) writes them to
+// the cache for later steps (no workgroup of the dispatch reads those positions from the cache).
 // Needs head_dim a multiple of 8 and at most MAX_HEAD_DIM, the workgroup at least head_dim / 8
 // wide, and the Float16 KV cache (kv_cache.glsl's default layout).
 #include "common.glsl"
@@ -14,13 +24,21 @@
 
 #define MAX_HEAD_DIM 256
 #define SCORE_BLOCK 512
-#define MAX_WIDTH 256
+#define MAX_WIDTH 128  // GPUBackend's split width
+#define MAX_CHUNKS 64  // GPUBackend splits the context into at most 64 chunks
 
-layout(std430, binding = 0) readonly buffer Queries { vec4 queries[]; };      // (count, heads · headDim) Float32
-layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };           // (kvHeads, context, headDim) Float16, 8 a load
-layout(std430, binding = 2) readonly buffer Values { uvec4 values[]; };       // (kvHeads, context, headDim) Float16, 8 a load
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };           // (count, heads, chunks, headDim + 2)
+layout(std430, binding = 0) readonly buffer Input { float input_rows[]; };   // (count, heads · headDim) queries, or with ROPE (count, qkvRows) qkv
+layout(std430, binding = 1) buffer Keys { uvec4 keys[]; };                    // (kvHeads, context, headDim) Float16, 8 a load
+layout(std430, binding = 2) buffer Values { uvec4 values[]; };                // (kvHeads, context, headDim) Float16, 8 a load
+layout(std430, binding = 3) coherent buffer Partials { float partials[]; };   // (count, heads, chunks, headDim + 2)
 layout(std430, binding = 4) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
+layout(std430, binding = 5) writeonly buffer Output { float y[]; };           // (count, heads · headDim)
+layout(std430, binding = 6) coherent buffer Counters { uint finished[]; };    // (count, heads) workgroups done, 0 between dispatches
+#ifdef ROPE
+layout(std430, binding = 7) readonly buffer Cosines { float cosines[]; };     // (context, rotary / 2), scaled
+layout(std430, binding = 8) readonly buffer Sines { float sines[]; };         // (context, rotary / 2), scaled
+layout(std430, binding = 9) writeonly buffer QueriesOut { float queries_out[]; }; // (count, heads · headDim) rotated q
+#endif
 
 layout(push_constant) uniform AttentionConstants {
     uint count;
@@ -32,11 +50,14 @@ layout(push_constant) uniform AttentionConstants {
     float scale;        // 1 / sqrt(headDim)
     uint chunk_size;    // keys per workgroup
     uint chunks;        // workgroups per (token, head)
+    uint rotary;        // rotated leading dimensions of each head (ROPE)
 } pc;
 
 shared vec4 query[MAX_HEAD_DIM / 4];       // (headDim / 4) the query times the scale
 shared float weights[SCORE_BLOCK];         // (keys of the block) scores, then softmax numerators
 shared vec4 slice_sums[2 * MAX_WIDTH];     // (slices, headDim / 4) each slice's output
+shared bool is_last;                       // this workgroup finished last for its (token, head)
+shared float chunk_weights[MAX_CHUNKS];    // (chunks) e^(m_c − M) of each chunk's partial, for the combination
 
 // The 8 Float16 values of a 16-byte load as two vec4s.
 void unpack8(uvec4 word, out vec4 low, out vec4 high) {
@@ -44,22 +65,97 @@ void unpack8(uvec4 word, out vec4 low, out vec4 high) {
     high = vec4(unpackHalf2x16(word.z), unpackHalf2x16(word.w));
 }
 
+#ifdef ROPE
+// Dimension d of the head starting at input_rows[base], rotated (rotate-half, the leading
+// `rotary` dimensions) for `position` when `rotate`.
+float rotated(uint base, uint d, uint position, bool rotate) {
+    float value = input_rows[base + d];
+    if (rotate && d < pc.rotary) {
+        const uint half_rotary = pc.rotary / 2;
+        const uint i = d % half_rotary;
+        const float c = cosines[position * half_rotary + i];
+        const float s = sines[position * half_rotary + i];
+        value = d < half_rotary ? value * c - input_rows[base + d + half_rotary] * s
+                                : value * c + input_rows[base + d - half_rotary] * s;
+    }
+    return value;
+}
+
+// This chunk's positions of this call's own tokens (at most 4): their rotated keys and their values,
+// rounded to Float16 as the cache holds them, staged from qkv by the whole workgroup.
+shared uvec4 new_keys[4 * MAX_HEAD_DIM / 8];    // (new positions, headDim / 8) Float16, 8 an entry
+shared uvec4 new_values[4 * MAX_HEAD_DIM / 8];  // (new positions, headDim / 8) Float16, 8 an entry
+
+// Dimensions 8 · c ... 8 · c + 7 of the key or value at `position`: staged if it is new.
+#define ROW(cache, staged, position, c) \
+    ((position) >= new_from ? staged[((position) - new_from) * dims8 + (c)] : cache[cache_base + (position) * dims8 + (c)])
+#else
+#define ROW(cache, staged, position, c) cache[cache_base + (position) * dims8 + (c)]
+#endif
+
 void main() {
     const uint chunk = gl_WorkGroupID.x;
     const uint head = gl_WorkGroupID.y;
     const uint t = gl_WorkGroupID.z;
     const uint lane = gl_LocalInvocationID.x;
     const uint width = gl_WorkGroupSize.x;
-    const uint kv_head = head / (pc.heads / pc.kv_heads);
+    const uint group = pc.heads / pc.kv_heads;
+    const uint kv_head = head / group;
     const uint dims4 = pc.head_dim / 4, dims8 = pc.head_dim / 8;
-    for (uint d = lane; d < dims4; d += width) {
-        query[d] = queries[(t * pc.heads + head) * dims4 + d] * pc.scale;
+    const uint first = parameters[pc.position_slot]; // position of this call's first token
+    const uint last = first + t;                     // this query attends to positions 0...last
+    const uint used = min(pc.chunks, (last + pc.chunk_size) / pc.chunk_size); // chunks that see keys
+    if (chunk >= used) {
+        return;  // past the query's position: no keys, and not counted
     }
+#ifdef ROPE
+    const uint q_base = t * (pc.heads + 2 * pc.kv_heads) * pc.head_dim + head * pc.head_dim;
+    for (uint d = lane; d < pc.head_dim; d += width) {
+        const float value = rotated(q_base, d, last, true);
+        query[d / 4][d % 4] = value * pc.scale;
+        if (chunk == 0) {
+            queries_out[(t * pc.heads + head) * pc.head_dim + d] = value;
+        }
+    }
+#else
+    for (uint d = lane; d < dims4; d += width) {
+        query[d] = vec4(input_rows[(t * pc.heads + head) * pc.head_dim + 4 * d], input_rows[(t * pc.heads + head) * pc.head_dim + 4 * d + 1],
+                        input_rows[(t * pc.heads + head) * pc.head_dim + 4 * d + 2], input_rows[(t * pc.heads + head) * pc.head_dim + 4 * d + 3])
+                   * pc.scale;
+    }
+#endif
 
-    const uint last = parameters[pc.position_slot] + t; // attends to positions 0...last
     const uint begin = chunk * pc.chunk_size;
     const uint end = min(last + 1, begin + pc.chunk_size);
     const uint cache_base = kv_head * pc.context * dims8; // in 16-byte loads
+#ifdef ROPE
+    // Positions new_from ... end - 1 of this chunk are this call's tokens: stage their keys and values.
+    const uint new_from = max(begin, first);
+    const uint new_count = end > new_from ? end - new_from : 0;
+    const uint qkv_rows = (pc.heads + 2 * pc.kv_heads) * pc.head_dim;
+    for (uint index = lane; index < new_count * dims8; index += width) {
+        const uint j = new_from - first + index / dims8, c = index % dims8;          // token j of the call
+        const uint base = j * qkv_rows + (pc.heads + kv_head) * pc.head_dim;         // its key of this kv head
+        uvec4 key, value;
+        [[unroll]] for (uint k = 0; k < 4; ++k) {
+            const uint d = 8 * c + 2 * k;
+            key[k] = packHalf2x16(vec2(rotated(base, d, first + j, true), rotated(base, d + 1, first + j, true)));
+            value[k] = packHalf2x16(vec2(input_rows[base + pc.kv_heads * pc.head_dim + d],
+                                         input_rows[base + pc.kv_heads * pc.head_dim + d + 1]));
+        }
+        new_keys[index] = key;
+        new_values[index] = value;
+    }
+    barrier();
+    // The last token's workgroup of the first q head of each kv head writes them to the cache.
+    if (t == pc.count - 1 && head % group == 0) {
+        for (uint index = lane; index < new_count * dims8; index += width) {
+            const uint position = new_from + index / dims8, c = index % dims8;
+            keys[cache_base + position * dims8 + c] = new_keys[index];
+            values[cache_base + position * dims8 + c] = new_values[index];
+        }
+    }
+#endif
     const uint dim8 = lane % dims8, slice = lane / dims8, slices = width / dims8;
     vec4 out_low = vec4(0.0), out_high = vec4(0.0);        // dimensions 8 · dim8 ... + 7 of this slice
     float running_max = -1.0 / 0.0;
@@ -69,11 +165,11 @@ void main() {
         const uint n = min(uint(SCORE_BLOCK), end - block);
         float block_max = -1.0 / 0.0;
         for (uint i = lane; i < n; i += width) {
-            const uint row = cache_base + (block + i) * dims8;
+            const uint position = block + i;
             float score = 0.0;
             for (uint c = 0; c < dims8; ++c) {
                 vec4 low, high;
-                unpack8(keys[row + c], low, high);
+                unpack8(ROW(keys, new_keys, position, c), low, high);
                 score += dot(low, query[2 * c]) + dot(high, query[2 * c + 1]);
             }
             weights[i] = score;
@@ -94,7 +190,7 @@ void main() {
         if (slice < slices) {
             for (uint i = slice; i < n; i += slices) {
                 vec4 low, high;
-                unpack8(values[cache_base + (block + i) * dims8 + dim8], low, high);
+                unpack8(ROW(values, new_values, block + i, dim8), low, high);
                 const float p = weights[i];
                 out_low += p * low;
                 out_high += p * high;
@@ -107,19 +203,63 @@ void main() {
         slice_sums[slice * dims4 + 2 * dim8 + 1] = out_high;
     }
     barrier();
-    const uint partial = ((t * pc.heads + head) * pc.chunks + chunk) * (pc.head_dim + 2);
+    const uint pair = t * pc.heads + head;
+    const uint partial = (pair * pc.chunks + chunk) * (pc.head_dim + 2);
     for (uint d = lane; d < dims4; d += width) {
         vec4 total = vec4(0.0);
         for (uint s = 0; s < slices; ++s) {
             total += slice_sums[s * dims4 + d];
         }
-        y[partial + 4 * d] = total.x;
-        y[partial + 4 * d + 1] = total.y;
-        y[partial + 4 * d + 2] = total.z;
-        y[partial + 4 * d + 3] = total.w;
+        partials[partial + 4 * d] = total.x;
+        partials[partial + 4 * d + 1] = total.y;
+        partials[partial + 4 * d + 2] = total.z;
+        partials[partial + 4 * d + 3] = total.w;
     }
     if (lane == 0) {
-        y[partial + pc.head_dim] = running_max;
-        y[partial + pc.head_dim + 1] = running_sum;
+        partials[partial + pc.head_dim] = running_max;
+        partials[partial + pc.head_dim + 1] = running_sum;
+    }
+
+    // Publish the partial, then count this workgroup done; the last one combines them all.
+    memoryBarrierBuffer();
+    barrier();
+    if (lane == 0) {
+        is_last = atomicAdd(finished[pair], 1u) == used - 1;
+    }
+    barrier();
+    if (!is_last) {
+        return;
+    }
+    memoryBarrierBuffer();
+    // Each chunk's weight e^(m_c − M), its maximum m_c and sum l_c read once, spread over the workgroup.
+    const uint base = pair * pc.chunks * (pc.head_dim + 2);
+    float local_max = -1.0 / 0.0;
+    for (uint c = lane; c < used; c += width) {
+        local_max = max(local_max, partials[base + c * (pc.head_dim + 2) + pc.head_dim]);
+    }
+    const float overall_max = workgroup_max(local_max);
+    float local_sum = 0.0;
+    for (uint c = lane; c < used; c += width) {
+        const uint at = base + c * (pc.head_dim + 2);
+        const float w = exp(partials[at + pc.head_dim] - overall_max);
+        chunk_weights[c] = w;
+        local_sum += w * partials[at + pc.head_dim + 1];
+    }
+    const float denominator = workgroup_sum(local_sum);  // its barriers publish the chunk weights
+    for (uint d = lane; d < pc.head_dim; d += width) {
+        vec4 sums = vec4(0.0);  // four chunks at a time, so that their loads are in flight together
+        uint c = 0;
+        for (; c + 4 <= used; c += 4) {
+            const uint at = base + c * (pc.head_dim + 2) + d, stride = pc.head_dim + 2;
+            sums += vec4(chunk_weights[c], chunk_weights[c + 1], chunk_weights[c + 2], chunk_weights[c + 3])
+                    * vec4(partials[at], partials[at + stride], partials[at + 2 * stride], partials[at + 3 * stride]);
+        }
+        for (; c < used; ++c) {
+            sums.x += chunk_weights[c] * partials[base + c * (pc.head_dim + 2) + d];
+        }
+        y[pair * pc.head_dim + d] = (sums.x + sums.y + sums.z + sums.w) / denominator;
+    }
+    if (lane == 0) {
+        finished[pair] = 0u;
     }
 }

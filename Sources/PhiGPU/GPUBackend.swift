@@ -24,6 +24,7 @@ public final class GPUBackend: ProfilingBackend {
     private var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float16
     private var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float16
     private var partials: Buffer?                     // (splitTokens, heads, chunks, headDim + 2) Float32: split attention
+    private var finishedCounts: Buffer?               // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var attentionChunkSize = 0
     private var attentionChunks = 0
     private let splitTokens = 4                       // queries up to this many use split (decode) attention
@@ -43,6 +44,8 @@ public final class GPUBackend: ProfilingBackend {
     private var lastProduct: QueuedProduct?
     /// The last queued one-token RMSNorm or SiLU gate, while the product that follows may fuse it.
     private var lastPrologue: QueuedPrologue?
+    /// The last queued RoPE-and-cache of a decode step, while the split attention may take it over.
+    private var lastRotation: QueuedRotation?
     private let rmsNormKernel: RMSNormKernel
     /// Command buffers recorded so far; a replayed one does not count (for benchmarks and tests).
     public var recordings: Int { stream.recordings }
@@ -142,6 +145,10 @@ public final class GPUBackend: ProfilingBackend {
         partials = try Buffer(device: context.device,
                               byteCount: splitTokens * config.headCount * attentionChunks * (config.headDimension + 2) * 4,
                               location: .deviceLocal, label: "attention partials")
+        let counts = try Buffer(device: context.device, byteCount: splitTokens * config.headCount * 4, location: .deviceLocal,
+                                label: "attention workgroups done")
+        try counts.fill(0)
+        finishedCounts = counts
         tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostVisible, label: "tokens")
         self.config = config
         self.contextLength = contextLength
@@ -281,6 +288,10 @@ public final class GPUBackend: ProfilingBackend {
                                    kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
                                    rotary: UInt32(rotaryDimensions), context: UInt32(contextLength)),
                      groups: ((total + 255) / 256, 1, 1))
+        if count <= splitTokens {
+            lastRotation = QueuedRotation(index: stream.queued.count - 1, qkv: qkv, queries: queries, layer: layer,
+                                          startPosition: startPosition, count: count)
+        }
     }
 
     public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
@@ -303,27 +314,37 @@ public final class GPUBackend: ProfilingBackend {
                     + "shared memory); use --cpu")
             }
         }
-        let pipeline = try context.pipeline(split ? ShaderLibrary.attentionSplit : ShaderLibrary.attention, bindings: 5,
-                                            pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                            specialization: [UInt32(split ? splitWidth : promptWidth)])
         let slot = try parameterSlot(UInt32(startPosition))
-        guard let partials else { throw BackendError.notPrepared }
-        let target = split ? partials : try gpu(out).buffer
-        try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]),
-                                BufferBinding(valueCache[layer]), BufferBinding(target), BufferBinding(parameters)],
-                     AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
-                                        kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
-                                        context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot(),
-                                        chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks)),
-                     groups: split ? (attentionChunks, config.headCount, count)
-                        : ((count + promptQueries - 1) / promptQueries, config.headCount, 1))
-        guard split else { return }
-        let merge = try context.pipeline(ShaderLibrary.attentionMerge, bindings: 2,
-                                         pushConstantSize: MemoryLayout<MergeConstants>.size, specialization: [64])
-        try dispatch(merge, [BufferBinding(partials), BufferBinding(try gpu(out).buffer)],
-                     MergeConstants(count: UInt32(count), heads: UInt32(config.headCount),
-                                    headDimension: UInt32(config.headDimension), chunks: UInt32(attentionChunks)),
-                     groups: (count * config.headCount, 1, 1))
+        guard let partials, let finishedCounts, let cosines, let sines else { throw BackendError.notPrepared }
+        let constants = AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
+                                           kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
+                                           context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot(),
+                                           chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks),
+                                           rotary: UInt32(rotaryDimensions))
+        let caches = [BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])]
+        guard split else {
+            let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                                specialization: [UInt32(promptWidth)])
+            try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
+                         constants, groups: ((count + promptQueries - 1) / promptQueries, config.headCount, 1))
+            return
+        }
+        // The RoPE-and-cache queued just before for these queries is done by the attention itself.
+        let rotation = lastRotation.flatMap { queued in
+            queued.index == stream.queued.count - 1 && queued.queries === queries && queued.layer == layer
+                && queued.startPosition == startPosition && queued.count == count ? queued : nil
+        }
+        if rotation != nil { stream.removeLast() }
+        let input = try gpu(rotation?.qkv ?? queries).buffer
+        var bindings = [BufferBinding(input)] + caches + [BufferBinding(partials), BufferBinding(parameters), BufferBinding(try gpu(out).buffer),
+                                                          BufferBinding(finishedCounts)]
+        if rotation != nil {
+            bindings += [BufferBinding(cosines), BufferBinding(sines), BufferBinding(try gpu(queries).buffer)]
+        }
+        let pipeline = try context.pipeline(rotation != nil ? ShaderLibrary.attentionSplitRope : ShaderLibrary.attentionSplit,
+                                            bindings: bindings.count, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                            specialization: [UInt32(splitWidth)])
+        try dispatch(pipeline, bindings, constants, groups: (attentionChunks, config.headCount, count))
     }
 
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
@@ -375,6 +396,7 @@ public final class GPUBackend: ProfilingBackend {
                                      groups: (Int, Int, Int)) throws {
         lastProduct = nil
         lastPrologue = nil
+        lastRotation = nil
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
         var value = constants
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
@@ -403,6 +425,7 @@ public final class GPUBackend: ProfilingBackend {
         defer {
             lastProduct = nil
             lastPrologue = nil
+            lastRotation = nil
             tokensUsed = 0
             parametersUsed = 0
         }

@@ -51,7 +51,7 @@ struct RopeConstants {
     var context: UInt32
 }
 
-/// `AttentionConstants` of Shaders/attention.comp.
+/// `AttentionConstants` of Shaders/attention.comp and Shaders/attention_split.comp.
 struct AttentionConstants {
     var count: UInt32
     var positionSlot: UInt32
@@ -62,14 +62,8 @@ struct AttentionConstants {
     var scale: Float
     var chunkSize: UInt32
     var chunks: UInt32
-}
-
-/// `MergeConstants` of Shaders/attention_merge.comp.
-struct MergeConstants {
-    var count: UInt32
-    var heads: UInt32
-    var headDimension: UInt32
-    var chunks: UInt32
+    /// Rotated leading dimensions of each head (attention_split.comp with ROPE).
+    var rotary: UInt32
 }
 
 /// Every shader variant with the size of the Swift struct it is given as push constants.
@@ -104,7 +98,7 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionSplit, MemoryLayout<AttentionConstants>.size),
-    (ShaderLibrary.attentionMerge, MemoryLayout<MergeConstants>.size),
+    (ShaderLibrary.attentionSplitRope, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.streamRead, MemoryLayout<StreamReadConstants>.size),
 ]
 

@@ -25,6 +25,16 @@ struct QueuedPrologue {
     var out: BackendTensor
 }
 
+/// A queued RoPE-and-cache of a few tokens, which the split attention that follows may do itself.
+struct QueuedRotation {
+    var index: Int
+    var qkv: BackendTensor
+    var queries: BackendTensor
+    var layer: Int
+    var startPosition: Int
+    var count: Int
+}
+
 /// Workgroup counts of a dispatch.
 struct Groups: Equatable {
     var x: Int, y: Int, z: Int

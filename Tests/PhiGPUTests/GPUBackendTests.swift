@@ -163,9 +163,20 @@ final class GPUBackendTests: XCTestCase {
                 let qkv = try tensor(backend, qkvValues, rows: count)
                 let queries = try poisoned(backend, rows: count, columns: width)
                 let attended = try poisoned(backend, rows: count, columns: width)
+                // Decode-sized calls: the split attention does the RoPE itself when it directly follows
+                // it (count 1); with 3 tokens the rotated queries are read in between, so both run alone.
+                backend.profiling = count <= 4
                 try backend.rotateAndCache(qkv: qkv, layer: 0, startPosition: position, count: count, queries: queries)
+                if count == 3 {
+                    _ = try backend.read(queries, rows: 0..<count)
+                    XCTAssertEqual(backend.lastProfile.map(\.name).sorted(), ["copy", "ropeCache"])
+                }
                 try backend.attention(queries: queries, layer: 0, startPosition: position, count: count, into: attended)
                 let gotQueries = try backend.read(queries, rows: 0..<count)
+                if count <= 4 {
+                    XCTAssertEqual(backend.lastProfile.map(\.name).sorted(), [count == 1 ? "attentionSplitRope" : "attentionSplit", "copy"])
+                }
+                backend.profiling = false
                 let gotAttention = try backend.read(attended, rows: 0..<count)
                 var expectedQueries: [Float] = [], expectedAttention: [Float] = []
                 for t in 0..<count {
