@@ -7,6 +7,8 @@ import PhiModel
 public final class CPUBackend: InferenceBackend {
     /// Worker threads for matrix products and attention.
     public let threads: Int
+    /// The threads that run every parallel operation, started once.
+    let pool: WorkerPool
     public var name: String { "cpu (\(threads) threads)" }
 
     private var weights: ModelWeights?
@@ -17,6 +19,7 @@ public final class CPUBackend: InferenceBackend {
 
     public init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.threads = max(1, threads)
+        pool = WorkerPool(threads: self.threads)
     }
 
     public func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws {
@@ -96,8 +99,11 @@ public final class CPUBackend: InferenceBackend {
             throw BackendError.unsupportedWeight(name: weight.description, reason: "not a norm weight")
         }
         norm.withFloats { w in
-            TransformerKernels.rmsNorm(x.pointer, weight: w.baseAddress!, epsilon: weights.config.rmsNormEpsilon,
-                                       dim: x.columns, count: count, out: out.pointer)
+            let (weight, epsilon) = (w.baseAddress!, weights.config.rmsNormEpsilon)
+            pool.parallelRanges(count) { rows in
+                TransformerKernels.rmsNorm(x.row(rows.lowerBound), weight: weight, epsilon: epsilon,
+                                           dim: x.columns, count: rows.count, out: out.row(rows.lowerBound))
+            }
         }
     }
 
@@ -111,7 +117,7 @@ public final class CPUBackend: InferenceBackend {
             throw BackendError.badRange(what: "matmul \(weight) rows", range: rows, limit: min(x.rows, out.rows))
         }
         QuantizedKernels.matmul(matrix, x: x.row(rows.lowerBound), xStride: x.columns, tokens: rows.count,
-                                out: out.pointer, outStride: out.columns, tasks: threads)
+                                out: out.pointer, outStride: out.columns, pool: pool)
     }
 
     public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int,
@@ -152,7 +158,7 @@ public final class CPUBackend: InferenceBackend {
         let values = UnsafePointer(cacheRow(values, layer: layer, position: 0, config: c))
         let heads = c.headCount
         let scoreCapacity = startPosition + count
-        parallelRanges(count * heads, tasks: threads * 2) { items in
+        pool.parallelRanges(count * heads) { items in
             let scores = UnsafeMutablePointer<Float>.allocate(capacity: scoreCapacity)  // (positions)
             defer { scores.deallocate() }
             for item in items {
@@ -168,9 +174,10 @@ public final class CPUBackend: InferenceBackend {
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
         let (gateUp, out) = (try cpu(gateUp), try cpu(out))
         let intermediate = out.columns
-        parallelRanges(count, tasks: threads) { rows in
-            TransformerKernels.siluGate(gateUp.row(rows.lowerBound), intermediate: intermediate,
-                                        count: rows.count, out: out.row(rows.lowerBound))
+        // Split over all elements, not rows: one decode row is 8192 exponentials.
+        pool.parallelRanges(count * intermediate, minimumPerTask: 1024, granularity: 16) { elements in
+            TransformerKernels.siluGate(gateUp.pointer, intermediate: intermediate, elements: elements,
+                                        out: out.pointer)
         }
     }
 

@@ -6,6 +6,8 @@ import XCTest
 
 /// The SIMD quantized products against `CPUReference.matmul`, over bits, group sizes and token counts.
 final class QuantizedKernelTests: XCTestCase {
+    private static let pool = WorkerPool(threads: 2)
+
     private func check(bits: Int, groupSize: Int, rows: Int, columns: Int, tokens: Int, seed: UInt64,
                        outliers: Bool = false, file: StaticString = #filePath, line: UInt = #line) {
         var random = SeededRandom(seed: seed)
@@ -25,7 +27,7 @@ final class QuantizedKernelTests: XCTestCase {
             x.withUnsafeBufferPointer { x in
                 out.withUnsafeMutableBufferPointer { out in
                     QuantizedKernels.matmul(matrix, x: x.baseAddress!, xStride: columns, tokens: tokens,
-                                            out: out.baseAddress!, outStride: rows, tasks: 2,
+                                            out: out.baseAddress!, outStride: rows, pool: Self.pool,
                                             implementation: implementation)
                 }
             }
