@@ -42,6 +42,14 @@ final class QuantizedKernelTests: XCTestCase {
         }
     }
 
+    /// Rows wide enough that one token's x is quantized in slices on several threads.
+    func testWideRowsQuantizedInParallel() {
+        for (bits, groupSize) in [(4, 64), (4, 32), (4, 128), (8, 64), (8, 256)] {
+            check(bits: bits, groupSize: groupSize, rows: 21, columns: 3072, tokens: 1,
+                  seed: UInt64(bits * 100 + groupSize), outliers: true)
+        }
+    }
+
     func testEightBitMatchesReference() {
         for (groupSize, tokens) in [(64, 1), (32, 6), (16, 1), (128, 2)] {
             check(bits: 8, groupSize: groupSize, rows: 29, columns: 128, tokens: tokens, seed: UInt64(groupSize * tokens))
