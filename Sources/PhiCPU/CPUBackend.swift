@@ -16,6 +16,8 @@ public final class CPUBackend: InferenceBackend {
     private var contextLength = 0
     private var keys: OwnedBytes?    // (layers, contextLength, kvHeads × headDimension) Float32
     private var values: OwnedBytes?  // (layers, contextLength, kvHeads × headDimension) Float32
+    /// The last positions rotated, with their cos and sin (see `rotaryTable`).
+    private var rotaryCache: (positions: Range<Int>, cos: [Float], sin: [Float])?
 
     public init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.threads = max(1, threads)
@@ -31,6 +33,7 @@ public final class CPUBackend: InferenceBackend {
         }
         self.weights = weights
         self.rotary = rotary
+        rotaryCache = nil
         self.contextLength = contextLength
         keys = OwnedBytes(byteCount: cacheBytes)
         values = OwnedBytes(byteCount: cacheBytes)
@@ -128,25 +131,46 @@ public final class CPUBackend: InferenceBackend {
         let qWidth = c.headCount * c.headDimension
         let kvWidth = c.kvHeadCount * c.headDimension
         let half = rotary.rotaryDimensions / 2
-        for i in 0..<count {
-            let position = startPosition + i
-            let (cos, sin) = rotary.cosSin(position: position)
-            let source = qkv.row(i)
-            let query = queries.row(i)
-            let key = cacheRow(keys, layer: layer, position: position, config: c)
-            let value = cacheRow(values, layer: layer, position: position, config: c)
-            query.update(from: source, count: qWidth)
-            key.update(from: source + qWidth, count: kvWidth)
-            value.update(from: source + qWidth + kvWidth, count: kvWidth)
-            cos.withUnsafeBufferPointer { cos in
-                sin.withUnsafeBufferPointer { sin in
-                    TransformerKernels.rotate(query, heads: c.headCount, headDimension: c.headDimension,
-                                              cos: cos.baseAddress!, sin: sin.baseAddress!, half: half)
-                    TransformerKernels.rotate(key, heads: c.kvHeadCount, headDimension: c.headDimension,
-                                              cos: cos.baseAddress!, sin: sin.baseAddress!, half: half)
+        let (cosines, sines) = rotaryTable(positions: startPosition..<startPosition + count)
+        let (keys, values, heads, kvHeads, headDimension) = (keys, values, c.headCount, c.kvHeadCount, c.headDimension)
+        cosines.withUnsafeBufferPointer { cosines in
+            sines.withUnsafeBufferPointer { sines in
+                let (cosines, sines) = (cosines.baseAddress!, sines.baseAddress!)
+                pool.parallelRanges(count) { rows in
+                    for i in rows {
+                        let position = startPosition + i
+                        let source = qkv.row(i)
+                        let query = queries.row(i)
+                        let key = cacheRow(keys, layer: layer, position: position, config: c)
+                        let value = cacheRow(values, layer: layer, position: position, config: c)
+                        query.update(from: source, count: qWidth)
+                        key.update(from: source + qWidth, count: kvWidth)
+                        value.update(from: source + qWidth + kvWidth, count: kvWidth)
+                        let (cos, sin) = (cosines + i * half, sines + i * half)
+                        TransformerKernels.rotate(query, heads: heads, headDimension: headDimension,
+                                                  cos: cos, sin: sin, half: half)
+                        TransformerKernels.rotate(key, heads: kvHeads, headDimension: headDimension,
+                                                  cos: cos, sin: sin, half: half)
+                    }
                 }
             }
         }
+    }
+
+    /// cos and sin of every position in `positions`: (positions, rotaryDimensions / 2) each. Kept for
+    /// the next call: every layer of a step rotates the same positions (32 × 48 cos and sin a token).
+    private func rotaryTable(positions: Range<Int>) -> (cos: [Float], sin: [Float]) {
+        if let table = rotaryCache, table.positions == positions { return (table.cos, table.sin) }
+        var cosines: [Float] = [], sines: [Float] = []
+        cosines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2)
+        sines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2)
+        for position in positions {
+            let (cos, sin) = rotary.cosSin(position: position)
+            cosines += cos
+            sines += sin
+        }
+        rotaryCache = (positions, cosines, sines)
+        return (cosines, sines)
     }
 
     public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int,
