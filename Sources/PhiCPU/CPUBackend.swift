@@ -135,7 +135,7 @@ public final class CPUBackend: InferenceBackend {
         let (keys, values, heads, kvHeads, headDimension) = (keys, values, c.headCount, c.kvHeadCount, c.headDimension)
         cosines.withUnsafeBufferPointer { cosines in
             sines.withUnsafeBufferPointer { sines in
-                let (cosines, sines) = (cosines.baseAddress!, sines.baseAddress!)
+                guard let cosines = cosines.baseAddress, let sines = sines.baseAddress else { return }
                 pool.parallelRanges(count) { rows in
                     for i in rows {
                         let position = startPosition + i
@@ -157,18 +157,21 @@ public final class CPUBackend: InferenceBackend {
         }
     }
 
-    /// cos and sin of every position in `positions`: (positions, rotaryDimensions / 2) each. Kept for
-    /// the next call: every layer of a step rotates the same positions (32 × 48 cos and sin a token).
+    /// cos and sin of every position in `positions`: (positions, rotaryDimensions / 2) each, plus one
+    /// spare element. Kept for the next call: every layer of a step rotates the same positions
+    /// (32 × 48 cos and sin a token before).
     private func rotaryTable(positions: Range<Int>) -> (cos: [Float], sin: [Float]) {
         if let table = rotaryCache, table.positions == positions { return (table.cos, table.sin) }
         var cosines: [Float] = [], sines: [Float] = []
-        cosines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2)
-        sines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2)
+        cosines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2 + 1)
+        sines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2 + 1)
         for position in positions {
             let (cos, sin) = rotary.cosSin(position: position)
             cosines += cos
             sines += sin
         }
+        cosines.append(0)  // one spare, so the tables are never empty (no rotary dimensions)
+        sines.append(0)
         rotaryCache = (positions, cosines, sines)
         return (cosines, sines)
     }
