@@ -7,6 +7,8 @@ import PhiModel
 public final class CPUBackend: InferenceBackend {
     /// Worker threads for matrix products and attention.
     public let threads: Int
+    /// The threads that run every parallel operation, started once.
+    let pool: WorkerPool
     public var name: String { "cpu (\(threads) threads)" }
 
     private var weights: ModelWeights?
@@ -14,9 +16,12 @@ public final class CPUBackend: InferenceBackend {
     private var contextLength = 0
     private var keys: OwnedBytes?    // (layers, contextLength, kvHeads × headDimension) Float32
     private var values: OwnedBytes?  // (layers, contextLength, kvHeads × headDimension) Float32
+    /// The last positions rotated, with their cos and sin (see `rotaryTable`).
+    private var rotaryCache: (positions: Range<Int>, cos: [Float], sin: [Float])?
 
     public init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.threads = max(1, threads)
+        pool = WorkerPool(threads: self.threads)
     }
 
     public func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws {
@@ -28,6 +33,7 @@ public final class CPUBackend: InferenceBackend {
         }
         self.weights = weights
         self.rotary = rotary
+        rotaryCache = nil
         self.contextLength = contextLength
         keys = OwnedBytes(byteCount: cacheBytes)
         values = OwnedBytes(byteCount: cacheBytes)
@@ -96,8 +102,11 @@ public final class CPUBackend: InferenceBackend {
             throw BackendError.unsupportedWeight(name: weight.description, reason: "not a norm weight")
         }
         norm.withFloats { w in
-            TransformerKernels.rmsNorm(x.pointer, weight: w.baseAddress!, epsilon: weights.config.rmsNormEpsilon,
-                                       dim: x.columns, count: count, out: out.pointer)
+            let (weight, epsilon) = (w.baseAddress!, weights.config.rmsNormEpsilon)
+            pool.parallelRanges(count) { rows in
+                TransformerKernels.rmsNorm(x.row(rows.lowerBound), weight: weight, epsilon: epsilon,
+                                           dim: x.columns, count: rows.count, out: out.row(rows.lowerBound))
+            }
         }
     }
 
@@ -111,7 +120,7 @@ public final class CPUBackend: InferenceBackend {
             throw BackendError.badRange(what: "matmul \(weight) rows", range: rows, limit: min(x.rows, out.rows))
         }
         QuantizedKernels.matmul(matrix, x: x.row(rows.lowerBound), xStride: x.columns, tokens: rows.count,
-                                out: out.pointer, outStride: out.columns, tasks: threads)
+                                out: out.pointer, outStride: out.columns, pool: pool)
     }
 
     public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int,
@@ -122,25 +131,49 @@ public final class CPUBackend: InferenceBackend {
         let qWidth = c.headCount * c.headDimension
         let kvWidth = c.kvHeadCount * c.headDimension
         let half = rotary.rotaryDimensions / 2
-        for i in 0..<count {
-            let position = startPosition + i
-            let (cos, sin) = rotary.cosSin(position: position)
-            let source = qkv.row(i)
-            let query = queries.row(i)
-            let key = cacheRow(keys, layer: layer, position: position, config: c)
-            let value = cacheRow(values, layer: layer, position: position, config: c)
-            query.update(from: source, count: qWidth)
-            key.update(from: source + qWidth, count: kvWidth)
-            value.update(from: source + qWidth + kvWidth, count: kvWidth)
-            cos.withUnsafeBufferPointer { cos in
-                sin.withUnsafeBufferPointer { sin in
-                    TransformerKernels.rotate(query, heads: c.headCount, headDimension: c.headDimension,
-                                              cos: cos.baseAddress!, sin: sin.baseAddress!, half: half)
-                    TransformerKernels.rotate(key, heads: c.kvHeadCount, headDimension: c.headDimension,
-                                              cos: cos.baseAddress!, sin: sin.baseAddress!, half: half)
+        let (cosines, sines) = rotaryTable(positions: startPosition..<startPosition + count)
+        let (keys, values, heads, kvHeads, headDimension) = (keys, values, c.headCount, c.kvHeadCount, c.headDimension)
+        cosines.withUnsafeBufferPointer { cosines in
+            sines.withUnsafeBufferPointer { sines in
+                guard let cosines = cosines.baseAddress, let sines = sines.baseAddress else { return }
+                pool.parallelRanges(count) { rows in
+                    for i in rows {
+                        let position = startPosition + i
+                        let source = qkv.row(i)
+                        let query = queries.row(i)
+                        let key = cacheRow(keys, layer: layer, position: position, config: c)
+                        let value = cacheRow(values, layer: layer, position: position, config: c)
+                        query.update(from: source, count: qWidth)
+                        key.update(from: source + qWidth, count: kvWidth)
+                        value.update(from: source + qWidth + kvWidth, count: kvWidth)
+                        let (cos, sin) = (cosines + i * half, sines + i * half)
+                        TransformerKernels.rotate(query, heads: heads, headDimension: headDimension,
+                                                  cos: cos, sin: sin, half: half)
+                        TransformerKernels.rotate(key, heads: kvHeads, headDimension: headDimension,
+                                                  cos: cos, sin: sin, half: half)
+                    }
                 }
             }
         }
+    }
+
+    /// cos and sin of every position in `positions`: (positions, rotaryDimensions / 2) each, plus one
+    /// spare element. Kept for the next call: every layer of a step rotates the same positions
+    /// (32 × 48 cos and sin a token before).
+    private func rotaryTable(positions: Range<Int>) -> (cos: [Float], sin: [Float]) {
+        if let table = rotaryCache, table.positions == positions { return (table.cos, table.sin) }
+        var cosines: [Float] = [], sines: [Float] = []
+        cosines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2 + 1)
+        sines.reserveCapacity(positions.count * rotary.rotaryDimensions / 2 + 1)
+        for position in positions {
+            let (cos, sin) = rotary.cosSin(position: position)
+            cosines += cos
+            sines += sin
+        }
+        cosines.append(0)  // one spare, so the tables are never empty (no rotary dimensions)
+        sines.append(0)
+        rotaryCache = (positions, cosines, sines)
+        return (cosines, sines)
     }
 
     public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int,
@@ -152,7 +185,7 @@ public final class CPUBackend: InferenceBackend {
         let values = UnsafePointer(cacheRow(values, layer: layer, position: 0, config: c))
         let heads = c.headCount
         let scoreCapacity = startPosition + count
-        parallelRanges(count * heads, tasks: threads * 2) { items in
+        pool.parallelRanges(count * heads) { items in
             let scores = UnsafeMutablePointer<Float>.allocate(capacity: scoreCapacity)  // (positions)
             defer { scores.deallocate() }
             for item in items {
@@ -168,9 +201,10 @@ public final class CPUBackend: InferenceBackend {
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
         let (gateUp, out) = (try cpu(gateUp), try cpu(out))
         let intermediate = out.columns
-        parallelRanges(count, tasks: threads) { rows in
-            TransformerKernels.siluGate(gateUp.row(rows.lowerBound), intermediate: intermediate,
-                                        count: rows.count, out: out.row(rows.lowerBound))
+        // Split over all elements, not rows: one decode row is 8192 exponentials.
+        pool.parallelRanges(count * intermediate, minimumPerTask: 1024, granularity: 16) { elements in
+            TransformerKernels.siluGate(gateUp.pointer, intermediate: intermediate, elements: elements,
+                                        out: out.pointer)
         }
     }
 

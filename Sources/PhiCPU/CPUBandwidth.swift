@@ -8,7 +8,8 @@ public enum CPUBandwidth {
         let count = byteCount / MemoryLayout<SIMD8<Float>>.stride
         let buffer = UnsafeMutableBufferPointer<SIMD8<Float>>.allocate(capacity: count)  // (count) 32-byte vectors
         defer { buffer.deallocate() }
-        parallelRanges(count, tasks: threads) { range in
+        let pool = WorkerPool(threads: threads)
+        pool.parallelRanges(count) { range in
             for i in range { buffer[i] = SIMD8(repeating: Float(i & 7)) }  // touch every page first
         }
         let partials = UnsafeMutableBufferPointer<Float>.allocate(capacity: threads)  // (threads) keeps the sums live
@@ -17,7 +18,7 @@ public enum CPUBandwidth {
         for _ in 0..<repeats {
             let start = DispatchTime.now().uptimeNanoseconds
             let per = (count + threads - 1) / threads
-            parallelRanges(threads, tasks: threads) { tasks in
+            pool.parallelRanges(threads) { tasks in
                 for task in tasks {
                     var a = SIMD8<Float>(), b = SIMD8<Float>(), c = SIMD8<Float>(), d = SIMD8<Float>()
                     var i = task * per

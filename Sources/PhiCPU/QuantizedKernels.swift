@@ -65,27 +65,30 @@ enum QuantizedKernels {
             && matrix.groupSize % (32 / matrix.bits) == 0
     }
 
+    /// Rows of one thread's share start at multiples of this: 16 floats of output, one cache line.
+    static let rowGranularity = 16
+
     /// out[t × outStride + r] = Σ_c W[r, c] · x[t × xStride + c], for t in 0..<tokens, r in 0..<rows.
     static func matmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
-                       out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int,
+                       out: UnsafeMutablePointer<Float>, outStride: Int, pool: WorkerPool,
                        implementation chosen: Implementation? = nil) {
         guard tokens > 0 else { return }
         let implementation = chosen ?? self.implementation(tokens: tokens)
         guard hasSIMDPath(matrix) else {
-            plainMatmul(matrix, x: x, xStride: xStride, tokens: tokens, out: out, outStride: outStride, tasks: tasks)
+            plainMatmul(matrix, x: x, xStride: xStride, tokens: tokens, out: out, outStride: outStride, pool: pool)
             return
         }
         #if canImport(CPhiCPU)
         if let kernel = int16Kernel(implementation, matrix: matrix) {
             int16Matmul(matrix, kernel: kernel, x: x, xStride: xStride, tokens: tokens, out: out,
-                        outStride: outStride, tasks: tasks)
+                        outStride: outStride, pool: pool)
             return
         }
         #endif
         let input = PermutedInput(matrix: matrix, x: x, xStride: xStride, tokens: tokens)
         let operand = Operand(matrix)
         withExtendedLifetime(matrix) {
-            parallelRanges(matrix.rows, tasks: tasks * 4, minimumPerTask: 8) { rows in
+            pool.parallelRanges(matrix.rows, minimumPerTask: 8, granularity: rowGranularity) { rows in
                 #if canImport(CPhiCPU)
                 if implementation != .swiftSIMD {
                     phi_cpu_quantized_matmul_avx2(
@@ -123,12 +126,12 @@ enum QuantizedKernels {
 
     /// Quantizes x once (`Int16Input`), then runs the int16 kernel over row ranges on all cores.
     static func int16Matmul(_ matrix: QuantizedMatrix, kernel: Int32, x: UnsafePointer<Float>, xStride: Int,
-                            tokens: Int, out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int) {
+                            tokens: Int, out: UnsafeMutablePointer<Float>, outStride: Int, pool: WorkerPool) {
         let input = Int16Input(matrix: matrix, blockWords: Int(phi_cpu_int16_block_words(kernel)), x: x,
-                               xStride: xStride, tokens: tokens)
+                               xStride: xStride, tokens: tokens, pool: pool)
         let operand = Operand(matrix)
         withExtendedLifetime(matrix) {
-            parallelRanges(matrix.rows, tasks: tasks * 4, minimumPerTask: 8) { rows in
+            pool.parallelRanges(matrix.rows, minimumPerTask: 8, granularity: rowGranularity) { rows in
                 phi_cpu_quantized_matmul_int16(
                     kernel, operand.words.assumingMemoryBound(to: UInt32.self), operand.scales, operand.biases,
                     Int32(operand.wordsPerRow), Int32(operand.groupsPerRow), Int32(operand.groupSize),
@@ -141,8 +144,8 @@ enum QuantizedKernels {
 
     /// Dequantizes each row, then dots it with every token: for shapes the SIMD path does not take.
     static func plainMatmul(_ matrix: QuantizedMatrix, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
-                            out: UnsafeMutablePointer<Float>, outStride: Int, tasks: Int) {
-        parallelRanges(matrix.rows, tasks: tasks, minimumPerTask: 8) { rows in
+                            out: UnsafeMutablePointer<Float>, outStride: Int, pool: WorkerPool) {
+        pool.parallelRanges(matrix.rows, minimumPerTask: 8, granularity: rowGranularity) { rows in
             let row = UnsafeMutableBufferPointer<Float>.allocate(capacity: matrix.columns)  // (columns)
             defer { row.deallocate() }
             for r in rows {
@@ -208,12 +211,29 @@ final class Int16Input: @unchecked Sendable {
     /// (tokens, groupsPerRow) Float32: Σ x over each group (exact, for the bias term).
     let groupSums: UnsafeMutablePointer<Float>
 
-    init(matrix: QuantizedMatrix, blockWords: Int, x: UnsafePointer<Float>, xStride: Int, tokens: Int) {
+    /// One token's x is quantized on all of `pool`'s threads (a serial pass over 8192 columns takes
+    /// ~25 µs, several % of a decode step on 16 cores), in slices of whole blocks and groups.
+    init(matrix: QuantizedMatrix, blockWords: Int, x: UnsafePointer<Float>, xStride: Int, tokens: Int,
+         pool: WorkerPool) {
         quantized = .allocate(capacity: 2 * tokens * matrix.columns)
         scales = .allocate(capacity: tokens * matrix.groupsPerRow)
         groupSums = .allocate(capacity: tokens * matrix.groupsPerRow)
-        phi_cpu_quantize_int16(x, Int32(xStride), Int32(tokens), Int32(matrix.columns), Int32(matrix.groupSize),
-                               Int32(matrix.bits), Int32(blockWords), quantized, scales, groupSums)
+        let (groupSize, bits) = (matrix.groupSize, matrix.bits)
+        let blockElements = blockWords * 32 / bits
+        // The kernel's shapes: whole blocks a row, and blocks and groups nest (one divides the other).
+        let slice = max(blockElements, groupSize)
+        guard tokens == 1, matrix.columns % slice == 0 else {
+            phi_cpu_quantize_int16(x, Int32(xStride), Int32(tokens), Int32(matrix.columns), Int32(groupSize),
+                                   Int32(bits), Int32(blockWords), quantized, scales, groupSums)
+            return
+        }
+        let (quantized, scales, groupSums) = (quantized, scales, groupSums)
+        pool.parallelRanges(matrix.columns / slice, minimumPerTask: max(1, 512 / slice), splitsPerThread: 1) { slices in
+            let (first, count) = (slices.lowerBound * slice, slices.count * slice)
+            phi_cpu_quantize_int16(x + first, Int32(xStride), 1, Int32(count), Int32(groupSize), Int32(bits),
+                                   Int32(blockWords), quantized + 2 * first, scales + first / groupSize,
+                                   groupSums + first / groupSize)
+        }
     }
 
     deinit {

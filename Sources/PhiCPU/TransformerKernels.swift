@@ -63,17 +63,22 @@ enum TransformerKernels {
         }
     }
 
-    /// out[i, j] = silu(gate[i, j]) × up[i, j] with gateUp rows gate | up of `intermediate` each.
-    static func siluGate(_ gateUp: UnsafePointer<Float>, intermediate: Int, count: Int,
+    /// out[i, j] = silu(gate[i, j]) × up[i, j] for the flat indices i × intermediate + j in
+    /// `elements`, with gateUp rows gate | up of `intermediate` each and out rows of `intermediate`.
+    static func siluGate(_ gateUp: UnsafePointer<Float>, intermediate: Int, elements: Range<Int>,
                          out: UnsafeMutablePointer<Float>) {
-        for i in 0..<count {
+        var e = elements.lowerBound
+        while e < elements.upperBound {
+            let (i, first) = (e / intermediate, e % intermediate)
+            let last = min(intermediate, first + elements.upperBound - e)
             let gate = gateUp + i * 2 * intermediate
             let up = gate + intermediate
             let target = out + i * intermediate
-            for j in 0..<intermediate {
+            for j in first..<last {
                 let g = gate[j]
                 target[j] = g / (1 + Foundation.exp(-g)) * up[j]
             }
+            e += last - first
         }
     }
 }

@@ -6,6 +6,8 @@ import XCTest
 
 /// The SIMD quantized products against `CPUReference.matmul`, over bits, group sizes and token counts.
 final class QuantizedKernelTests: XCTestCase {
+    private static let pool = WorkerPool(threads: 2)
+
     private func check(bits: Int, groupSize: Int, rows: Int, columns: Int, tokens: Int, seed: UInt64,
                        outliers: Bool = false, file: StaticString = #filePath, line: UInt = #line) {
         var random = SeededRandom(seed: seed)
@@ -25,7 +27,7 @@ final class QuantizedKernelTests: XCTestCase {
             x.withUnsafeBufferPointer { x in
                 out.withUnsafeMutableBufferPointer { out in
                     QuantizedKernels.matmul(matrix, x: x.baseAddress!, xStride: columns, tokens: tokens,
-                                            out: out.baseAddress!, outStride: rows, tasks: 2,
+                                            out: out.baseAddress!, outStride: rows, pool: Self.pool,
                                             implementation: implementation)
                 }
             }
@@ -37,6 +39,14 @@ final class QuantizedKernelTests: XCTestCase {
     func testFourBitMatchesReference() {
         for (groupSize, tokens) in [(64, 1), (64, 5), (32, 1), (32, 3), (128, 4), (16, 2)] {
             check(bits: 4, groupSize: groupSize, rows: 37, columns: 256, tokens: tokens, seed: UInt64(groupSize + tokens))
+        }
+    }
+
+    /// Rows wide enough that one token's x is quantized in slices on several threads.
+    func testWideRowsQuantizedInParallel() {
+        for (bits, groupSize) in [(4, 64), (4, 32), (4, 128), (8, 64), (8, 256)] {
+            check(bits: bits, groupSize: groupSize, rows: 21, columns: 3072, tokens: 1,
+                  seed: UInt64(bits * 100 + groupSize), outliers: true)
         }
     }
 

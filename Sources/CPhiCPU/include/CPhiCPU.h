@@ -47,4 +47,24 @@ void phi_cpu_quantized_matmul_int16(int kernel, const uint32_t *words, const uin
                                     int bits, const int16_t *xq, const float *x_scales, const float *group_sums,
                                     int tokens, int columns, int row_start, int row_end, float *out, int out_stride);
 
+/// The worker pool's synchronisation (pool_sync.c), on plain 32-bit words shared by threads.
+/// Every access is sequentially consistent.
+uint32_t phi_cpu_atomic_load(const uint32_t *word);
+void phi_cpu_atomic_store(uint32_t *word, uint32_t value);
+/// Adds `value`, returns the previous value.
+uint32_t phi_cpu_atomic_add(uint32_t *word, uint32_t value);
+/// Sets *word to `desired` if it holds `expected`; 1 when it did.
+int phi_cpu_atomic_exchange_if(uint32_t *word, uint32_t expected, uint32_t desired);
+/// Spins (with pause) while *word == value, for about spin_ns nanoseconds (yielding the core now
+/// and then after the first 20 µs); returns *word last seen.
+uint32_t phi_cpu_spin_while_equal(const uint32_t *word, uint32_t value, uint64_t spin_ns);
+/// Sleeps while *word == value (a futex on Linux), counted in *sleepers meanwhile.
+void phi_cpu_park_while_equal(uint32_t *word, uint32_t value, uint32_t *sleepers);
+/// Increments *word and wakes its parked waiters when *sleepers is not 0; returns the new value.
+uint32_t phi_cpu_publish(uint32_t *word, const uint32_t *sleepers);
+/// Subtracts `count` from *word; the subtraction that reaches 0 wakes its parked waiters.
+void phi_cpu_finish(uint32_t *word, uint32_t count, const uint32_t *sleepers);
+/// Returns once *word is 0: spins for up to spin_ns after each change, then parks.
+void phi_cpu_wait_until_zero(uint32_t *word, uint32_t *sleepers, uint64_t spin_ns);
+
 #endif
