@@ -85,12 +85,19 @@ struct PrefillKernel: Sendable {
     /// The kernel for a product of `tokens` tokens of `bits`-bit weights on
     /// `device`, or nil to use matmul.comp: cooperative matrices where the device offers them, else
     /// the Float32 tiles. Throws when `PHI_GPU_PREFILL` names a kernel that does not exist or cannot
-    /// run here. Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens: cooperative 61-86
+    /// run here, or `PHI_GPU_PREFILL_TILE` a tile that does not exist (8-bit weights, which have
+    /// only the default tile, take the default when the variable is not forcing cooperativeMatrix). Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens: cooperative 61-86
     /// TFLOP/s (after unrolling its loops: 23-29 without), Float32 tiles 19-25, matmul.comp 6-7.
     static func choose(tokens: Int, bits: Int, columns: Int, device: Device,
                        environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
         guard tokens >= minimumTokens, bits == 4 || bits == 8 else { return nil }
-        let tile = environment[tileVariable].map { $0.isEmpty || $0.hasPrefix("_") ? $0 : "_" + $0 } ?? ""
+        let tileSetting = environment[tileVariable] ?? ""
+        let tile = tileSetting.isEmpty || tileSetting.hasPrefix("_") ? tileSetting : "_" + tileSetting
+        let tileNames = cooperativeTiles.filter { !$0.name.isEmpty }.map { String($0.name.dropFirst()) }.joined(separator: ", ")
+        guard cooperativeTiles.contains(where: { $0.name == tile }) else {
+            throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tileSetting)", reason:
+                "not a cooperative-matrix tile; use one of \(tileNames), or unset it for 64 tokens × 128 rows")
+        }
         if let name = environment[environmentVariable], !name.isEmpty {
             if name == "general" { return nil }
             guard let kind = Kind(rawValue: name) else {
@@ -98,9 +105,8 @@ struct PrefillKernel: Sendable {
                     "not a prefill kernel; use one of general, " + Kind.allCases.map(\.rawValue).joined(separator: ", "))
             }
             guard let chosen = variant(kind, bits: bits, tile: kind == .cooperativeMatrix ? tile : "") else {
-                throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tile)", reason:
-                    "no such \(bits)-bit cooperative-matrix tile; use one of "
-                    + cooperativeTiles.map { $0.name.isEmpty ? "(unset)" : String($0.name.dropFirst()) }.joined(separator: ", "))
+                throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tileSetting)", reason:
+                    "\(bits)-bit weights have only the default tile; unset it")
             }
             guard chosen.runs(on: device), kind != .cooperativeMatrix || columns % 8 == 0 else {
                 throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(name)", reason:
@@ -126,7 +132,8 @@ struct PrefillKernel: Sendable {
     static let tileVariable = "PHI_GPU_PREFILL_TILE"
 }
 
-/// `PHI_GPU_PREFILL` names a prefill kernel that does not exist or cannot run on this device.
+/// `PHI_GPU_PREFILL` or `PHI_GPU_PREFILL_TILE` names a prefill kernel or tile that does not exist
+/// or cannot run on this device.
 public struct PrefillKernelNotAvailable: Error, CustomStringConvertible {
     public let setting: String
     public let reason: String

@@ -169,6 +169,11 @@ final class PrefillMatmulTests: XCTestCase {
                                                       environment: [PrefillKernel.environmentVariable: "fastest"])) { error in
             XCTAssertTrue("\(error)".contains("PHI_GPU_PREFILL=fastest") && "\(error)".contains("cooperativeMatrix"), "\(error)")
         }
+        XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
+                                                      environment: [PrefillKernel.tileVariable: "65x65"])) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("PHI_GPU_PREFILL_TILE=65x65") && text.contains("64x64, 128x128") && !text.contains("_64"), text)
+        }
         if !cooperative {
             XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
                                                           environment: [PrefillKernel.environmentVariable: "cooperativeMatrix"])) { error in
