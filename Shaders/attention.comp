@@ -11,13 +11,12 @@
 // The same 8 invocations hold a query's running max and sum, so no other exchange is needed.
 // Needs head_dim a multiple of 8 and at most MAX_HEAD_DIM, a workgroup
 // of THREADS (the Swift side passes it as specialization constant 0), and the Float16 KV cache.
+// THREADS, K_BLOCK and MAX_HEAD_DIM come from Shaders/variants.json; `PromptAttention` in Swift
+// derives the dispatch and the device checks from the same numbers (a test compares them).
 // (Decode steps use attention_split.comp.)
 #include "common.glsl"
 
-#define THREADS 256
-#define Q_BLOCK (THREADS / 8)          // queries per workgroup: 8 invocations each
-#define K_BLOCK 16                     // keys per step
-#define MAX_HEAD_DIM 128
+#define Q_BLOCK (THREADS / 8)          // queries per workgroup: 8 invocations each; K_BLOCK keys per step
 #define KEYS_PER_THREAD (K_BLOCK / 8)
 #define DIMS_PER_THREAD (MAX_HEAD_DIM / 8)
 // Strides of the shared tiles, padded by one element against bank conflicts.

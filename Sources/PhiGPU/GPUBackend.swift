@@ -302,11 +302,12 @@ public final class GPUBackend: ProfilingBackend {
         let physical = context.device.physical
         let splitWidth = min(128, physical.maxWorkgroupInvocations)
         let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
-        let promptWidth = 256, promptQueries = 32, promptShared = 29_184
+        let (promptWidth, promptQueries, promptShared) = (PromptAttention.threads, PromptAttention.queries, PromptAttention.sharedBytes)
         if !split {
-            guard config.headDimension % 8 == 0, config.headDimension <= 128 else {
+            guard config.headDimension % 8 == 0, config.headDimension <= PromptAttention.maxHeadDimension else {
                 throw BackendError.unsupportedWeight(name: "attention", reason:
-                    "head dimension \(config.headDimension): the GPU's prompt attention needs a multiple of 8 up to 128; use --cpu")
+                    "head dimension \(config.headDimension): the GPU's prompt attention needs a multiple of 8 up to "
+                    + "\(PromptAttention.maxHeadDimension); use --cpu")
             }
             guard physical.maxWorkgroupInvocations >= promptWidth, physical.sharedMemoryBytes >= promptShared else {
                 throw BackendError.unsupportedWeight(name: "attention", reason:

@@ -1,8 +1,9 @@
 import Foundation
 import PhiCPU
 import PhiFormats
-import PhiGPU
+@testable import PhiGPU
 import PhiModel
+import PhiShaders
 import TestSupport
 import VulkanKit
 import XCTest
@@ -237,6 +238,16 @@ final class GPUBackendTests: XCTestCase {
         }
         XCTAssertEqual(gpuBackend.recordings, recordingsAfterFirstDecode, "decode steps replay every segment's recording")
         try TestGPU.assertNoValidationErrors()
+    }
+
+    /// The shape `GPUBackend` dispatches the prompt attention with and checks devices against is
+    /// the one its variant is compiled with.
+    func testPromptAttentionShapeIsTheCompiledOne() throws {
+        let defines = try XCTUnwrap(try VariantsJSON.load().defines(of: ShaderLibrary.attention.name))
+        XCTAssertEqual(defines["THREADS"], "\(PromptAttention.threads)")
+        XCTAssertEqual(defines["K_BLOCK"], "\(PromptAttention.keyBlock)")
+        XCTAssertEqual(defines["MAX_HEAD_DIM"], "\(PromptAttention.maxHeadDimension)")
+        XCTAssertEqual(PromptAttention.sharedBytes, 29_184, "the shader's shared arrays at these defines")
     }
 
     func testNotEnoughMemoryIsAClearError() throws {

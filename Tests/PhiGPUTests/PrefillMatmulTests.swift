@@ -185,17 +185,12 @@ final class PrefillMatmulTests: XCTestCase {
     /// The Swift table of variants agrees with Shaders/variants.json (tile defines) and with the
     /// SPIR-V (workgroup size), so the dispatch grid covers exactly what the shaders compute.
     func testVariantTableMatchesVariantsJSONAndTheSPIRV() throws {
-        struct VariantList: Decodable {
-            struct Variant: Decodable { var name: String; var defines: [String: String]? }
-            var variants: [Variant]
-        }
-        let url = TestPaths.packageRoot.appendingPathComponent("Shaders/variants.json")
-        let list = try JSONDecoder().decode(VariantList.self, from: Data(contentsOf: url))
+        let list = try VariantsJSON.load()
         for bits in [4, 8] {
             let cooperative = PrefillKernel.cooperativeTiles.compactMap { PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: $0.name) }
             XCTAssertFalse(cooperative.isEmpty, "a \(bits)-bit cooperative-matrix variant")
             for kernel in [PrefillKernel.variant(.tiled, bits: bits)].compactMap({ $0 }) + cooperative {
-                let defines = try XCTUnwrap(list.variants.first { $0.name == kernel.shader.name }?.defines, kernel.shader.name)
+                let defines = try XCTUnwrap(list.defines(of: kernel.shader.name), kernel.shader.name)
                 XCTAssertEqual(defines["BITS"], "\(bits)", kernel.shader.name)
                 XCTAssertEqual(defines["TILE_TOKENS"], "\(kernel.tileTokens)", kernel.shader.name)
                 XCTAssertEqual(defines["TILE_ROWS"], "\(kernel.tileRows)", kernel.shader.name)
