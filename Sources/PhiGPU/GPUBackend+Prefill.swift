@@ -41,13 +41,17 @@ struct PrefillKernel: Sendable {
         var sharedBytes: Int { 2 * (columns + 8) * (tokens + rows) + 4 * 256 * threads / 32 }
     }
 
-    /// Measured on an H100 at Phi-3.5-mini's shapes, 512 tokens (µs for qkv, o, gate·up, down):
+    /// Measured at Phi-3.5-mini's shapes, 512 tokens (µs for qkv, o, gate·up, down). H100:
     /// 64 × 128 405, 152, 599, 424; 64 × 64 400, 147, 768, 397; 128 × 128 in 4 subgroups 453,
-    /// 185, 533, 550. 128 × 128 in 8 subgroups, 64 columns a step, and 256 × 128 were slower.
+    /// 185, 533, 550; 128 × 128 in 8 subgroups, 64 columns a step, and 256 × 128 were slower.
+    /// H200: 64 × 128 412, 154, 604, 434; 128 × 64 428, 141, 564, 385 (pp512 8,430-8,476 against
+    /// 7,906-7,923); slower there: 64 × 128 in 4 subgroups, 64 × 256, 64 columns a step (both
+    /// tiles), 128 × 64 in 4 subgroups, 256 × 64 (BENCHMARKS.md, sixth session).
     static let cooperativeTiles: [CooperativeTile] = [
         CooperativeTile(name: "", tokens: 64, rows: 128, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_64x64", tokens: 64, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_128x128", tokens: 128, rows: 128, columns: 32, warpTokens: 64, warpRows: 64),
+        CooperativeTile(name: "_128x64", tokens: 128, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
     ]
 
     /// The variant of `kind` for `bits`-bit weights (4 or 8); for cooperative matrices the tile
@@ -92,11 +96,13 @@ struct PrefillKernel: Sendable {
                        environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
         guard tokens >= minimumTokens, bits == 4 || bits == 8 else { return nil }
         let tileSetting = environment[tileVariable] ?? ""
-        let tile = tileSetting.isEmpty || tileSetting.hasPrefix("_") ? tileSetting : "_" + tileSetting
-        let tileNames = cooperativeTiles.filter { !$0.name.isEmpty }.map { String($0.name.dropFirst()) }.joined(separator: ", ")
+        let requested = tileSetting.hasPrefix("_") ? String(tileSetting.dropFirst()) : tileSetting
+        // The unnamed variant is 64 × 128.
+        let tile = tileSetting.isEmpty ? defaultTile(tokens: tokens) : requested == "64x128" ? "" : "_" + requested
+        let tileNames = cooperativeTiles.map { $0.name.isEmpty ? "64x128" : String($0.name.dropFirst()) }.joined(separator: ", ")
         guard cooperativeTiles.contains(where: { $0.name == tile }) else {
             throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tileSetting)", reason:
-                "not a cooperative-matrix tile; use one of \(tileNames), or unset it for 64 tokens × 128 rows")
+                "not a cooperative-matrix tile; use one of \(tileNames), or unset it to choose by the number of tokens")
         }
         if let name = environment[environmentVariable], !name.isEmpty {
             if name == "general" { return nil }
@@ -127,9 +133,16 @@ struct PrefillKernel: Sendable {
     /// measured 16.7 ms of host time in a 512-token pass on the H100's host.
     static let processEnvironment = ProcessInfo.processInfo.environment
 
-    /// Picks the cooperative-matrix tile by its shape (`64x64`, `128x128`; see `cooperativeTiles`),
-    /// for measurements; unset, 64 tokens × 128 rows.
+    /// Picks the cooperative-matrix tile by its shape (`64x128`, `64x64`, `128x128`, `128x64`; see
+    /// `cooperativeTiles`), for measurements; unset, `defaultTile`.
     static let tileVariable = "PHI_GPU_PREFILL_TILE"
+
+    /// The cooperative-matrix tile for `tokens` tokens: 128 tokens × 64 rows from 128 tokens on,
+    /// else 64 × 128 (`""`), which wastes less of a tile on shorter prompts. 8-bit weights have only
+    /// 64 × 128 and take it whatever this says.
+    static func defaultTile(tokens: Int) -> String {
+        tokens >= 128 ? "_128x64" : ""
+    }
 }
 
 /// `PHI_GPU_PREFILL` or `PHI_GPU_PREFILL_TILE` names a prefill kernel or tile that does not exist

@@ -159,7 +159,16 @@ final class PrefillMatmulTests: XCTestCase {
         let chosen = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device, environment: none))
         let cooperative = device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32
         XCTAssertEqual(chosen.kind == .cooperativeMatrix, cooperative, "cooperative matrices exactly where the device offers them")
-        XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4" : "matmulTiledQ4")
+        XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4_128x64" : "matmulTiledQ4", "128 tokens × 64 rows from 128 tokens on")
+        let shorter = try XCTUnwrap(try PrefillKernel.choose(tokens: 127, bits: 4, columns: 64, device: device, environment: none))
+        XCTAssertEqual(shorter.shader.name, cooperative ? "matmulCoopmatQ4" : "matmulTiledQ4", "64 tokens × 128 rows below 128 tokens")
+        if cooperative {
+            let forcedTile = try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
+                                                      environment: [PrefillKernel.tileVariable: "64x128"])
+            XCTAssertEqual(forcedTile?.shader.name, "matmulCoopmatQ4", "64x128 names the unnamed variant")
+        }
+        let eightBit = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device, environment: none))
+        XCTAssertEqual(eightBit.shader.name, cooperative ? "matmulCoopmatQ8" : "matmulTiledQ8", "8-bit weights have one tile")
         XCTAssertNil(try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
                                               environment: [PrefillKernel.environmentVariable: "general"]))
         let forced = try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
@@ -172,7 +181,7 @@ final class PrefillMatmulTests: XCTestCase {
         XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
                                                       environment: [PrefillKernel.tileVariable: "65x65"])) { error in
             let text = "\(error)"
-            XCTAssertTrue(text.contains("PHI_GPU_PREFILL_TILE=65x65") && text.contains("64x64, 128x128") && !text.contains("_64"), text)
+            XCTAssertTrue(text.contains("PHI_GPU_PREFILL_TILE=65x65") && text.contains("64x128, 64x64, 128x128, 128x64") && !text.contains("_64"), text)
         }
         if !cooperative {
             XCTAssertThrowsError(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
