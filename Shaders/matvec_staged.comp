@@ -2,6 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifdef INT_DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 // Decode product y[r] = Σ_c W[r, c] · x[c] for one token, W quantized (BITS-bit affine groups),
 // with x staged in shared memory.
 // Each workgroup first copies x (CHUNK columns at a time) into shared memory, padded by 16 bytes
@@ -18,6 +21,12 @@
 // staged as the matching Float16 pairs, divided by 16 where the value comes scaled, and by a power
 // of two per block (`block_scale`) that keeps every pair sum of a word below 4,000; each word's
 // sum goes to Float32. Relative error ≈ 3e-4 of the largest output (Float16 x, as in prefill).
+// With INT_DOT (devices with integer dot products) 4-bit weights are multiplied in integers instead:
+// x is staged per block as x / block_scale = hi + lo / 256 in signed bytes (block_scale = the
+// block's largest |x| / 127, so ~16 bits of x are kept), and each word takes two ANDs, a shift and
+// four 4-way signed × unsigned byte dot products (OpSUDot) into exact int32 sums. 5-10% faster
+// decode products than Float16 pairs on an H200, and ~20 times closer to the CPU (2e-5 of the
+// largest output).
 // 8-bit weights are unpacked in Float32 with one AND-OR per value: (word & mask) | 0x4B000000 read
 // as a float is 2^23 plus the value times 2^e, so the staged x is pre-multiplied by 2^-e.
 // Prologues fuse the operation that produced x into the staging, so that it needs no dispatch of
@@ -56,7 +65,34 @@ shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, 1
 #endif
 shared float subgroup_sums[64];                       // (subgroups) for the RMSNorm reduction
 
-#if BITS == 4
+#if BITS == 4 && defined(INT_DOT)
+// OpSUDot (SPV_KHR_integer_dot_product; Debian 12's glslang has no GLSL name for it): the sum of
+// the four products of the signed bytes of `a` and the unsigned bytes of `b` (format 0: packed 4x8).
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
+int signed_unsigned_dot(uint a, uint b, spirv_literal uint format);
+
+#define CENTRE 0.0  // integer sums are exact: no centring needed
+
+// Σ over one 16-byte block of q · x / x_scale, xs being the block's staged int8 x: per word j,
+// (hi of values 8j, 8j+2, 8j+4, 8j+6; hi of the odd ones; lo of the even ones; lo of the odd ones),
+// x / x_scale = hi + lo / 256. w & 0x0F0F0F0F holds the even values of a word, one per byte, and
+// (w >> 4) & 0x0F0F0F0F the odd ones, so each word takes two ANDs, a shift and four dots.
+float block_dot(uvec4 block, uvec4 xs[4]) {
+    int high = 0, low = 0;
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        const uint even = block[j] & 0x0F0F0F0Fu, odd = (block[j] >> 4) & 0x0F0F0F0Fu;
+        high += signed_unsigned_dot(xs[j].x, even, 0) + signed_unsigned_dot(xs[j].y, odd, 0);
+        low += signed_unsigned_dot(xs[j].z, even, 0) + signed_unsigned_dot(xs[j].w, odd, 0);
+    }
+    return float(high) + float(low) * (1.0 / 256.0);
+}
+
+// Four whole numbers in -128 ... 127 as signed bytes, the first in the lowest.
+uint pack_bytes(vec4 v) {
+    const uvec4 bytes = uvec4(ivec4(v)) & 0xFFu;
+    return bytes.x | (bytes.y << 8) | (bytes.z << 16) | (bytes.w << 24);
+}
+#elif BITS == 4
 // The two values of (w & mask) minus 8, as Float16 (times 16 for the mask 0x00F000F0): centred,
 // so that the Float16 sums stay small next to the result (whose bias term cancels the mean of q).
 #define HALF_PAIR(w, mask) (unpackFloat2x16(((w) & (mask)) | 0x64006400u) \
@@ -178,7 +214,22 @@ void main() {
                 const vec4 magnitude = abs(values[i]);
                 largest = max(largest, max(max(magnitude.x, magnitude.y), max(magnitude.z, magnitude.w)));
             }
-#if BITS == 4
+#if BITS == 4 && defined(INT_DOT)
+            // x / block_scale as hi + lo / 256 in signed bytes, block_scale = largest / 127; per
+            // word j (values 8j ... 8j + 7, vec4s 2j and 2j + 1) the even and the odd values apart.
+            const float block_scale = largest > 0.0 ? largest / 127.0 : 1.0;
+            const float inverse = 1.0 / block_scale;
+            [[unroll]] for (uint j = 0; j < 4; ++j) {
+                const vec4 first = values[2 * j] * inverse, second = values[2 * j + 1] * inverse;
+                const vec4 even = vec4(first.x, first.z, second.x, second.z), odd = vec4(first.y, first.w, second.y, second.w);
+                const vec4 even_high = round(even), odd_high = round(odd);
+                const vec4 even_low = clamp(round((even - even_high) * 256.0), -127.0, 127.0);
+                const vec4 odd_low = clamp(round((odd - odd_high) * 256.0), -127.0, 127.0);
+                staged[b * STAGED_PER_BLOCK + j] = uvec4(pack_bytes(even_high), pack_bytes(odd_high),
+                                                         pack_bytes(even_low), pack_bytes(odd_low));
+            }
+            block_info[b] = vec2(block_sum, block_scale);
+#elif BITS == 4
             // Word j holds values 8j ... 8j + 7 (vec4s 2j and 2j + 1); its pairs are values
             // (8j + i, 8j + 4 + i), those with odd i divided by 16 (see block_dot).
             const float block_scale = largest > 32.0 ? exp2(ceil(log2(largest / 32.0))) : 1.0;

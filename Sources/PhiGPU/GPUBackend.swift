@@ -58,6 +58,10 @@ public final class GPUBackend: ProfilingBackend {
         set { stream.profiling = newValue }
     }
     public var lastProfile: [KernelTime] { stream.lastProfile }
+    /// Whether 4-bit decode products multiply with integer dot products (x in two signed bytes per
+    /// value) where the device offers them, rather than in Float16 pairs: faster and more exact
+    /// (BENCHMARKS.md, sixth session). `PHI_GPU_MATVEC_INT=0` turns it off; tests set both.
+    public var integerDotProducts = MatvecKernel.integerDotRequested
 
     /// A backend on `context`; `segmentLength` commands go to the GPU in each early submission.
     public init(context: GPUContext, segmentLength: Int = 24) throws {
@@ -214,11 +218,11 @@ public final class GPUBackend: ProfilingBackend {
         if rows.count == 1 {
             var fused = prologue
             var kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             prologue: fused?.kind ?? .none, device: context.device)
+                                             prologue: fused?.kind ?? .none, integerDot: integerDotProducts, device: context.device)
             if kernel == nil, fused != nil {
                 fused = nil
                 kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             device: context.device)
+                                             integerDot: integerDotProducts, device: context.device)
             }
             if let kernel {
                 try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused)

@@ -41,6 +41,9 @@ public final class Device: @unchecked Sendable {
         if enabled.cooperativeMatrixNV { extensions.append("VK_NV_cooperative_matrix") }
         if enabled.cooperativeMatrixKHR { extensions.append("VK_KHR_cooperative_matrix") }
         if enabled.memoryBudget { extensions.append("VK_EXT_memory_budget") }
+        if enabled.integerDotProduct, physical.extensions.contains("VK_KHR_shader_integer_dot_product") {
+            extensions.append("VK_KHR_shader_integer_dot_product")
+        }
         if physical.extensions.contains("VK_KHR_portability_subset") { extensions.append("VK_KHR_portability_subset") }
 
         var vulkan11 = VkPhysicalDeviceVulkan11Features()
@@ -54,6 +57,9 @@ public final class Device: @unchecked Sendable {
         var cooperativeNV = VkPhysicalDeviceCooperativeMatrixFeaturesNV()
         cooperativeNV.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV
         cooperativeNV.cooperativeMatrix = 1
+        var dotProduct = VkPhysicalDeviceShaderIntegerDotProductFeatures()
+        dotProduct.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES
+        dotProduct.shaderIntegerDotProduct = 1
         let cooperativeKHR = UnsafeMutableRawPointer.allocate(byteCount: 24, alignment: 8)
         defer { cooperativeKHR.deallocate() }
         cooperativeKHR.initializeMemory(as: UInt8.self, repeating: 0, count: 24)
@@ -64,9 +70,10 @@ public final class Device: @unchecked Sendable {
         var priority: Float = 1
         let result: VkResult = withUnsafeMutablePointer(to: &vulkan11) { p11 in
             withUnsafeMutablePointer(to: &vulkan12) { p12 in
-                withUnsafeMutablePointer(to: &cooperativeNV) { pNV in
+                withUnsafeMutablePointer(to: &cooperativeNV) { pNV in withUnsafeMutablePointer(to: &dotProduct) { pDot in
                     var chain: [UnsafeMutableRawPointer] = [UnsafeMutableRawPointer(p11), UnsafeMutableRawPointer(p12)]
                     if enabled.cooperativeMatrixNV { chain.append(UnsafeMutableRawPointer(pNV)) }
+                    if enabled.integerDotProduct { chain.append(UnsafeMutableRawPointer(pDot)) }
                     if enabled.cooperativeMatrixKHR { chain.append(cooperativeKHR) }
                     for (a, b) in zip(chain, chain.dropFirst()) { a.storeBytes(of: b, toByteOffset: 8, as: UnsafeMutableRawPointer?.self) }
                     var features2 = VkPhysicalDeviceFeatures2()
@@ -95,7 +102,7 @@ public final class Device: @unchecked Sendable {
                             }
                         }
                     }
-                }
+                } }
             }
         }
         try check(result, "vkCreateDevice(\(physical.name))")
