@@ -4,7 +4,8 @@
 // Causal grouped-query attention of decode steps, split over the keys (flash decoding): workgroup
 // (chunk, head, token) takes `chunk_size` cached keys of one head, in blocks of at most
 // SCORE_BLOCK with an online softmax, and writes its partial result (unnormalised output, max,
-// sum). Workgroups whose chunk starts past the query's position return at once. The last
+// sum). Workgroups whose chunk starts past the query's position return at once. A query whose keys
+// all fall in one chunk gets its output from that chunk's workgroup directly. Otherwise the last
 // workgroup of a (token, head) to finish (an atomic count per pair) combines the partials into
 // the output: out = Σ_c e^(m_c − M) · o_c / Σ_c e^(m_c − M) · l_c, and resets the
 // count for the next dispatch.
@@ -204,6 +205,21 @@ void main() {
     }
     barrier();
     const uint pair = t * pc.heads + head;
+    if (used == 1) {
+        // The only chunk of its (token, head): the output directly, no partial to combine.
+        for (uint d = lane; d < dims4; d += width) {
+            vec4 total = vec4(0.0);
+            for (uint s = 0; s < slices; ++s) {
+                total += slice_sums[s * dims4 + d];
+            }
+            total /= running_sum;
+            y[pair * pc.head_dim + 4 * d] = total.x;
+            y[pair * pc.head_dim + 4 * d + 1] = total.y;
+            y[pair * pc.head_dim + 4 * d + 2] = total.z;
+            y[pair * pc.head_dim + 4 * d + 3] = total.w;
+        }
+        return;
+    }
     const uint partial = (pair * pc.chunks + chunk) * (pc.head_dim + 2);
     for (uint d = lane; d < dims4; d += width) {
         vec4 total = vec4(0.0);

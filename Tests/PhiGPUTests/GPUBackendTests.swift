@@ -141,7 +141,9 @@ final class GPUBackendTests: XCTestCase {
     }
 
     /// RoPE into the cache and attention, for a prompt (prefill) then single tokens (decode), past one
-    /// workgroup's worth of keys, in both RoPE regimes (short factors at 512, long at 1024).
+    /// workgroup's worth of keys, in both RoPE regimes (short factors at 512, long at 1024). The
+    /// decode calls at positions 7 and 8 have all their keys in one chunk (its workgroup writes the
+    /// output); the one at 311 spans several (the last workgroup combines them).
     func testRopeCacheAndAttentionForPrefillAndDecode() throws {
         // The small GQA shape in both RoPE regimes, then Phi-3.5-mini's heads (32 × 96, all rotated)
         // and Phi-4-mini's (24 on 8 kv heads × 128, 96 rotated).
