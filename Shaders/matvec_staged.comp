@@ -34,6 +34,8 @@
 //   PROLOGUE_NORM: x = RMSNorm(input row) · norm_weight (needs columns <= CHUNK)
 //   PROLOGUE_SILU: x = silu(gate) · up, the input row being gate | up (2 · columns values)
 // With ACCUMULATE the result is also added into `accumulator` (the residual add fused).
+// Products wider than one chunk may be split over their chunks (see PartSums below), so that the
+// few row blocks of a wide matrix (down: 96 workgroups on an H200's 132 SMs) fill the GPU.
 // Needs columns a multiple of BLOCK_VALUES and group_size a multiple of BLOCK_VALUES.
 #include "common.glsl"
 #include "quantized.glsl"
@@ -64,6 +66,13 @@ shared vec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK];  // (chunk blocks, BLOCK_VE
 shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, 1)
 #endif
 shared float subgroup_sums[64];                       // (subgroups) for the RMSNorm reduction
+shared bool is_last_part;                             // this workgroup finished its rows' parts last
+
+// Split over the chunks (gl_NumWorkGroups.y parts; not with PROLOGUE_NORM): workgroup (x, part)
+// computes chunks part, part + parts, ... of its rows, leaves its sums in `part_sums`, and the last
+// of a row block's parts to finish (an atomic count) adds them up and writes the results.
+layout(std430, binding = 8) coherent buffer PartSums { float part_sums[]; };    // (parts, rows) partial sums
+layout(std430, binding = 9) coherent buffer PartCounts { uint parts_done[]; };  // (row blocks) parts finished, 0 between dispatches
 
 #if BITS == 4 && defined(INT_DOT)
 // OpSUDot (SPV_KHR_integer_dot_product; Debian 12's glslang has no GLSL name for it): the sum of
@@ -188,7 +197,8 @@ void main() {
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
         sums[r] = 0.0;
     }
-    for (uint chunk = 0; chunk < blocks_per_row; chunk += CHUNK_BLOCKS) {
+    const uint part = gl_WorkGroupID.y, parts = gl_NumWorkGroups.y;
+    for (uint chunk = part * CHUNK_BLOCKS; chunk < blocks_per_row; chunk += parts * CHUNK_BLOCKS) {
         const uint chunk_blocks = min(uint(CHUNK_BLOCKS), blocks_per_row - chunk);
         barrier();  // the previous chunk is no longer read
         // One block per invocation: its x (after the prologue), scaled, and its Σ x.
@@ -274,13 +284,49 @@ void main() {
             }
         }
     }
+    if (parts == 1) {
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            const float total = subgroupAdd(sums[r]);
+            if (subgroupElect() && first_row + r < pc.rows) {
+                y[first_row + r] = total;
+#ifdef ACCUMULATE
+                accumulator[first_row + r] += total;
+#endif
+            }
+        }
+        return;
+    }
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
         const float total = subgroupAdd(sums[r]);
         if (subgroupElect() && first_row + r < pc.rows) {
-            y[first_row + r] = total;
+            part_sums[part * pc.rows + first_row + r] = total;
+        }
+    }
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0) {
+        is_last_part = atomicAdd(parts_done[gl_WorkGroupID.x], 1u) == parts - 1;
+    }
+    barrier();
+    if (!is_last_part) {
+        return;
+    }
+    memoryBarrierBuffer();
+    const uint block_rows = gl_NumSubgroups * ROWS;
+    for (uint i = gl_LocalInvocationIndex; i < block_rows; i += gl_WorkGroupSize.x) {
+        const uint row = gl_WorkGroupID.x * block_rows + i;
+        if (row < pc.rows) {
+            float total = 0.0;
+            for (uint p = 0; p < parts; ++p) {
+                total += part_sums[p * pc.rows + row];
+            }
+            y[row] = total;
 #ifdef ACCUMULATE
-            accumulator[first_row + r] += total;
+            accumulator[row] += total;
 #endif
         }
+    }
+    if (gl_LocalInvocationIndex == 0) {
+        parts_done[gl_WorkGroupID.x] = 0u;
     }
 }

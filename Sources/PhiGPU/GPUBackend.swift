@@ -25,6 +25,8 @@ public final class GPUBackend: ProfilingBackend {
     private var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float16
     private var partials: Buffer?                     // (splitTokens, heads, chunks, headDim + 2) Float32: split attention
     private var finishedCounts: Buffer?               // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
+    private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
+    private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
     private var attentionChunkSize = 0
     private var attentionChunks = 0
     private let splitTokens = 4                       // queries up to this many use split (decode) attention
@@ -153,6 +155,16 @@ public final class GPUBackend: ProfilingBackend {
                                 label: "attention workgroups done")
         try counts.fill(0)
         finishedCounts = counts
+        // Decode products wider than one staged chunk split over their chunks (one workgroup row per chunk).
+        let productShapes = names.compactMap { weights.matrix($0) }.map { (rows: $0.rows, columns: $0.columns) }
+        let maxRows = productShapes.map(\.rows).max() ?? 1
+        let maxParts = productShapes.map { Self.parts(columns: $0.columns) }.max() ?? 1
+        partSums = try Buffer(device: context.device, byteCount: maxRows * maxParts * 4, location: .deviceLocal,
+                              label: "decode product part sums")
+        let partCountBuffer = try Buffer(device: context.device, byteCount: maxRows * 4, location: .deviceLocal,
+                                         label: "decode product parts finished")
+        try partCountBuffer.fill(0)
+        partCounts = partCountBuffer
         tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostVisible, label: "tokens")
         self.config = config
         self.contextLength = contextLength
@@ -263,19 +275,29 @@ public final class GPUBackend: ProfilingBackend {
         let input = try gpu(prologue?.input ?? x).buffer
         var bindings = [BufferBinding(input), BufferBinding(w.packed), BufferBinding(w.scales), BufferBinding(w.biases),
                         BufferBinding(try gpu(out).buffer), BufferBinding(try accumulator.map { try gpu($0).buffer } ?? gpu(out).buffer)]
-        if !kernel.specialization.isEmpty {  // the staged kernel: norm weight and the prologue's output
-            bindings += [BufferBinding(prologue?.norm ?? input), BufferBinding(try gpu(x).buffer)]
+        let staged = !kernel.specialization.isEmpty
+        if staged {  // the staged kernel: norm weight, the prologue's output, and the buffers of split products
+            guard let partSums, let partCounts else { throw BackendError.notPrepared }
+            bindings += [BufferBinding(prologue?.norm ?? input), BufferBinding(try gpu(x).buffer), BufferBinding(partSums),
+                         BufferBinding(partCounts)]
         }
         let pipeline = try context.pipeline(kernel.shader, bindings: bindings.count, pushConstantSize: MemoryLayout<MatvecConstants>.size,
                                             specialization: [UInt32(subgroupsPerGroup * subgroup)] + kernel.specialization)
         try dispatch(pipeline, bindings,
                      MatvecConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: 1, inputRow: UInt32(rows.lowerBound),
                                      groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns), epsilon: config.rmsNormEpsilon),
-                     groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, 1, 1))
+                     groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, staged ? Self.parts(columns: w.columns) : 1, 1))
         if accumulator == nil {
             lastProduct = QueuedProduct(index: stream.queued.count - 1, x: x, rows: rows, weight: weight, out: out, prologue: prologue)
         }
     }
+
+    /// Parts a staged decode product of `columns` columns is split into: one per chunk of x it stages
+    /// (down at Phi-3.5-mini's shapes: 2), unless `PHI_GPU_MATVEC_SPLIT=0`.
+    static func parts(columns: Int) -> Int {
+        splitProducts ? (columns + MatvecKernel.stagedChunk - 1) / MatvecKernel.stagedChunk : 1
+    }
+    private static let splitProducts = ProcessInfo.processInfo.environment["PHI_GPU_MATVEC_SPLIT"] != "0"
 
     public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int, queries: BackendTensor) throws {
         let (config, _) = try prepared()
