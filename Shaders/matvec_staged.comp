@@ -284,23 +284,22 @@ void main() {
             }
         }
     }
-    if (parts == 1) {
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-            const float total = subgroupAdd(sums[r]);
-            if (subgroupElect() && first_row + r < pc.rows) {
+    // Each row's sum is its result, or with parts this part's share, for the last part to add up.
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        const float total = subgroupAdd(sums[r]);
+        if (subgroupElect() && first_row + r < pc.rows) {
+            if (parts == 1) {
                 y[first_row + r] = total;
 #ifdef ACCUMULATE
                 accumulator[first_row + r] += total;
 #endif
+            } else {
+                part_sums[part * pc.rows + first_row + r] = total;
             }
         }
-        return;
     }
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-        const float total = subgroupAdd(sums[r]);
-        if (subgroupElect() && first_row + r < pc.rows) {
-            part_sums[part * pc.rows + first_row + r] = total;
-        }
+    if (parts == 1) {
+        return;
     }
     memoryBarrierBuffer();
     barrier();
