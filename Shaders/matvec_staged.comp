@@ -21,12 +21,12 @@
 // staged as the matching Float16 pairs, divided by 16 where the value comes scaled, and by a power
 // of two per block (`block_scale`) that keeps every pair sum of a word below 4,000; each word's
 // sum goes to Float32. Relative error ≈ 3e-4 of the largest output (Float16 x, as in prefill).
-// With INT_DOT (devices with integer dot products) 4-bit weights are multiplied in integers instead:
+// With INT_DOT (devices with integer dot products) weights are multiplied in integers instead:
 // x is staged per block as x / block_scale = hi + lo / 256 in signed bytes (block_scale = the
 // block's largest |x| / 127, so ~16 bits of x are kept), and each word takes two ANDs, a shift and
-// four 4-way signed × unsigned byte dot products (OpSUDot) into exact int32 sums. 5-10% faster
-// decode products than Float16 pairs on an H200, and ~20 times closer to the CPU (2e-5 of the
-// largest output).
+// four 4-way signed × unsigned byte dot products (OpSUDot) into exact int32 sums (8-bit words: two
+// dots, no unpacking). 4-bit: 5-10% faster decode products than Float16 pairs on an H200, and ~20
+// times closer to the CPU (2e-5 of the largest output).
 // 8-bit weights are unpacked in Float32 with one AND-OR per value: (word & mask) | 0x4B000000 read
 // as a float is 2^23 plus the value times 2^e, so the staged x is pre-multiplied by 2^-e.
 // Prologues fuse the operation that produced x into the staging, so that it needs no dispatch of
@@ -56,7 +56,11 @@ layout(std430, binding = 6) readonly buffer NormWeight { vec4 norm_weight[]; }; 
 layout(std430, binding = 7) writeonly buffer PrologueOutput { vec4 prologue_out[]; }; // (tokens, columns) x as computed
 #endif
 
-#if BITS == 4
+#if BITS == 8 && defined(INT_DOT)
+#define STAGED_PER_BLOCK 3                           // uvec4s: two for the block's words, one of padding
+shared uvec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK]; // (chunk blocks, 3) signed bytes of x / block_scale
+shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, block_scale)
+#elif BITS == 4
 #define STAGED_PER_BLOCK 5                           // uvec4s: one per word of the block, one of padding
 shared uvec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK]; // (chunk blocks, 5) Float16 x pairs / block_scale
 shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, block_scale)
@@ -74,13 +78,35 @@ shared bool is_last_part;                             // this workgroup finished
 layout(std430, binding = 8) coherent buffer PartSums { float part_sums[]; };    // (parts, rows) partial sums
 layout(std430, binding = 9) coherent buffer PartCounts { uint parts_done[]; };  // (row blocks) parts finished, 0 between dispatches
 
-#if BITS == 4 && defined(INT_DOT)
+#ifdef INT_DOT
 // OpSUDot (SPV_KHR_integer_dot_product; Debian 12's glslang has no GLSL name for it): the sum of
 // the four products of the signed bytes of `a` and the unsigned bytes of `b` (format 0: packed 4x8).
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
 int signed_unsigned_dot(uint a, uint b, spirv_literal uint format);
 
 #define CENTRE 0.0  // integer sums are exact: no centring needed
+
+// Four whole numbers in -128 ... 127 as signed bytes, the first in the lowest.
+uint pack_bytes(vec4 v) {
+    const uvec4 bytes = uvec4(ivec4(v)) & 0xFFu;
+    return bytes.x | (bytes.y << 8) | (bytes.z << 16) | (bytes.w << 24);
+}
+#endif
+
+#if BITS == 8 && defined(INT_DOT)
+// Σ over one 16-byte block of q · x / x_scale, xs being the block's staged x: (hi, lo) of word 0,
+// then of word 1, in the first uvec4, words 2 and 3 in the second; x / x_scale = hi + lo / 256.
+// The weights' bytes are the values as they are: two dots a word, no unpacking.
+float block_dot(uvec4 block, uvec4 xs[2]) {
+    int high = 0, low = 0;
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        const uvec4 pairs = xs[j / 2];
+        high += signed_unsigned_dot(j % 2 == 0 ? pairs.x : pairs.z, block[j], 0);
+        low += signed_unsigned_dot(j % 2 == 0 ? pairs.y : pairs.w, block[j], 0);
+    }
+    return float(high) + float(low) * (1.0 / 256.0);
+}
+#elif BITS == 4 && defined(INT_DOT)
 
 // Σ over one 16-byte block of q · x / x_scale, xs being the block's staged int8 x: per word j,
 // (hi of values 8j, 8j+2, 8j+4, 8j+6; hi of the odd ones; lo of the even ones; lo of the odd ones),
@@ -94,12 +120,6 @@ float block_dot(uvec4 block, uvec4 xs[4]) {
         low += signed_unsigned_dot(xs[j].z, even, 0) + signed_unsigned_dot(xs[j].w, odd, 0);
     }
     return float(high) + float(low) * (1.0 / 256.0);
-}
-
-// Four whole numbers in -128 ... 127 as signed bytes, the first in the lowest.
-uint pack_bytes(vec4 v) {
-    const uvec4 bytes = uvec4(ivec4(v)) & 0xFFu;
-    return bytes.x | (bytes.y << 8) | (bytes.z << 16) | (bytes.w << 24);
 }
 #elif BITS == 4
 // The two values of (w & mask) minus 8, as Float16 (times 16 for the mask 0x00F000F0): centred,
@@ -224,7 +244,21 @@ void main() {
                 const vec4 magnitude = abs(values[i]);
                 largest = max(largest, max(max(magnitude.x, magnitude.y), max(magnitude.z, magnitude.w)));
             }
-#if BITS == 4 && defined(INT_DOT)
+#if BITS == 8 && defined(INT_DOT)
+            // x / block_scale as hi + lo / 256 in signed bytes, block_scale = largest / 127, four
+            // values (one word's) to a uint.
+            const float block_scale = largest > 0.0 ? largest / 127.0 : 1.0;
+            const float inverse = 1.0 / block_scale;
+            [[unroll]] for (uint j = 0; j < 2; ++j) {
+                const vec4 first = values[2 * j] * inverse, second = values[2 * j + 1] * inverse;
+                const vec4 first_high = round(first), second_high = round(second);
+                const vec4 first_low = clamp(round((first - first_high) * 256.0), -127.0, 127.0);
+                const vec4 second_low = clamp(round((second - second_high) * 256.0), -127.0, 127.0);
+                staged[b * STAGED_PER_BLOCK + j] = uvec4(pack_bytes(first_high), pack_bytes(first_low),
+                                                         pack_bytes(second_high), pack_bytes(second_low));
+            }
+            block_info[b] = vec2(block_sum, block_scale);
+#elif BITS == 4 && defined(INT_DOT)
             // x / block_scale as hi + lo / 256 in signed bytes, block_scale = largest / 127; per
             // word j (values 8j ... 8j + 7, vec4s 2j and 2j + 1) the even and the odd values apart.
             const float block_scale = largest > 0.0 ? largest / 127.0 : 1.0;
@@ -266,7 +300,9 @@ void main() {
             [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
                 const uint k = k0 + lane + u * gl_SubgroupSize;
                 if (k < chunk_blocks) {
-#if BITS == 4
+#if BITS == 8 && defined(INT_DOT)
+                    uvec4 xs[2];
+#elif BITS == 4
                     uvec4 xs[4];
 #else
                     vec4 xs[BLOCK_VEC4];

@@ -60,9 +60,9 @@ public final class GPUBackend: ProfilingBackend {
         set { stream.profiling = newValue }
     }
     public var lastProfile: [KernelTime] { stream.lastProfile }
-    /// Whether 4-bit decode products multiply with integer dot products (x in two signed bytes per
-    /// value) where the device offers them, rather than in Float16 pairs: faster and more exact
-    /// (BENCHMARKS.md, sixth session). `PHI_GPU_MATVEC_INT=0` turns it off; tests set both.
+    /// Whether decode products multiply with integer dot products (x in two signed bytes per value)
+    /// where the device offers them, rather than in Float16 pairs (4-bit) or Float32 (8-bit): faster
+    /// and more exact (BENCHMARKS.md, sixth session). `PHI_GPU_MATVEC_INT=0` turns it off; tests set both.
     public var integerDotProducts = MatvecKernel.integerDotRequested
 
     /// A backend on `context`; `segmentLength` commands go to the GPU in each early submission.

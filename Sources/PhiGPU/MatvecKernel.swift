@@ -8,8 +8,8 @@ import VulkanKit
 ///
 /// Environment overrides, read with getenv on every product (building `ProcessInfo.environment`
 /// costs ~0.1 ms, which decode steps, queued anew each token, cannot afford):
-/// `PHI_GPU_MATVEC=plain|staged` forces a kernel; `PHI_GPU_MATVEC_INT=0` the Float16 arithmetic of
-/// 4-bit staged products on devices with integer dot products; `PHI_GPU_MATVEC_ROWS` and
+/// `PHI_GPU_MATVEC=plain|staged` forces a kernel; `PHI_GPU_MATVEC_INT=0` floating-point
+/// arithmetic in staged products on devices with integer dot products; `PHI_GPU_MATVEC_ROWS` and
 /// `PHI_GPU_MATVEC_UNROLL` set the staged kernel's rows per subgroup and blocks in flight per lane,
 /// `PHI_GPU_MATVEC_SUBGROUPS` its subgroups per workgroup.
 struct MatvecKernel {
@@ -49,14 +49,14 @@ struct MatvecKernel {
 
     /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
     /// no decode kernel takes the shape (the general product does) or the prologue cannot be fused.
-    /// With `integerDot`, 4-bit products use the integer dot product variants where the device has them.
+    /// With `integerDot`, products use the integer dot product variants where the device has them.
     static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
                        integerDot: Bool = true, device: Device) -> MatvecKernel? {
         let override = environment("PHI_GPU_MATVEC")
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         // The 4-bit staged kernel multiplies in Float16.
-        let integerDot = integerDot && bits == 4 && device.enabled.integerDotProduct
+        let integerDot = integerDot && device.enabled.integerDotProduct
         let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.physical.sharedMemoryBytes
             && (bits != 4 || device.enabled.float16 || integerDot)
         let staged = stagedFits && override != "plain"
@@ -71,7 +71,7 @@ struct MatvecKernel {
             return MatvecKernel(shader: shader, rowsPerSubgroup: 2, subgroups: 4, specialization: [])  // ROWS of matvec.comp
         }
         let index = (prologue == .norm ? 4 : prologue == .silu ? 8 : 0) + (accumulate ? 2 : 0) + (bits == 4 ? 0 : 1)
-        let shader = integerDot ? integerDotShaders[index / 2] : stagedShaders[index]
+        let shader = (integerDot ? integerDotShaders : stagedShaders)[index]
         let rows = environment("PHI_GPU_MATVEC_ROWS").flatMap(Int.init).map { min(max($0, 1), 16) } ?? defaultRows
         let unroll = environment("PHI_GPU_MATVEC_UNROLL").flatMap(Int.init).map { min(max($0, 1), 8) } ?? defaultUnroll
         let subgroups = environment("PHI_GPU_MATVEC_SUBGROUPS").flatMap(Int.init).map { min(max($0, 1), 32) } ?? defaultSubgroups
@@ -87,14 +87,18 @@ struct MatvecKernel {
         ShaderLibrary.matvecStagedSiluAddQ4, ShaderLibrary.matvecStagedSiluAddQ8,
     ]
 
-    /// The 4-bit staged variants with integer dot products (INT_DOT), by prologue, then accumulate.
+    /// The staged variants with integer dot products (INT_DOT), in the order of `stagedShaders`.
     private static let integerDotShaders = [
-        ShaderLibrary.matvecStagedQ4Int, ShaderLibrary.matvecStagedAddQ4Int, ShaderLibrary.matvecStagedNormQ4Int,
-        ShaderLibrary.matvecStagedNormAddQ4Int, ShaderLibrary.matvecStagedSiluQ4Int, ShaderLibrary.matvecStagedSiluAddQ4Int,
+        ShaderLibrary.matvecStagedQ4Int, ShaderLibrary.matvecStagedQ8Int, ShaderLibrary.matvecStagedAddQ4Int,
+        ShaderLibrary.matvecStagedAddQ8Int,
+        ShaderLibrary.matvecStagedNormQ4Int, ShaderLibrary.matvecStagedNormQ8Int,
+        ShaderLibrary.matvecStagedNormAddQ4Int, ShaderLibrary.matvecStagedNormAddQ8Int,
+        ShaderLibrary.matvecStagedSiluQ4Int, ShaderLibrary.matvecStagedSiluQ8Int,
+        ShaderLibrary.matvecStagedSiluAddQ4Int, ShaderLibrary.matvecStagedSiluAddQ8Int,
     ]
 
-    /// `PHI_GPU_MATVEC_INT=0` keeps 4-bit decode products in Float16 where the device has integer
-    /// dot products (read once).
+    /// `PHI_GPU_MATVEC_INT=0` keeps decode products in floating point (Float16 pairs at 4 bits,
+    /// Float32 at 8) where the device has integer dot products (read once).
     static let integerDotRequested = getenv("PHI_GPU_MATVEC_INT").map { String(cString: $0) } != "0"
 
     private static func environment(_ name: String) -> String? {

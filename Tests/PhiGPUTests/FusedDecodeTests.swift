@@ -10,8 +10,8 @@ import XCTest
 /// The decode product with the operations fused into it (the RMSNorm or SiLU gate that produced its
 /// input, the residual add after it) against the CPU reference, at several rows-per-subgroup and
 /// loads-in-flight settings, on fresh random inputs. The profile shows that the fusion happened:
-/// the separate norm, SiLU and add dispatches are gone. 4-bit products run both ways: with integer
-/// dot products (where the device has them; x in two signed bytes per value) and in Float16 pairs.
+/// the separate norm, SiLU and add dispatches are gone. Products run both ways: with integer dot
+/// products (where the device has them; x in two signed bytes per value) and in floating point.
 /// Tolerance relative to the largest output: 1e-4 with integer dot products, else
 /// `decodeProductTolerance` (1e-3 for 4-bit weights in Float16, 2e-4 for 8-bit); the fused
 /// operations' own outputs 1e-5.
@@ -42,7 +42,7 @@ final class FusedDecodeTests: XCTestCase {
             unsetenv("PHI_GPU_MATVEC_ROWS")
             unsetenv("PHI_GPU_MATVEC_UNROLL")
         }
-        for (bits, integerDot) in [(4, true), (4, false), (8, false)] {
+        for (bits, integerDot) in [(4, true), (4, false), (8, true), (8, false)] {
             let weights = RandomWeights.make(config: config, seed: random.next(), bits: bits, groupSize: 64)
             let backend = try GPUBackend(context: try TestGPU.context())
             backend.integerDotProducts = integerDot
