@@ -31,11 +31,11 @@ public enum Benchmark {
         let prompt = (0..<promptTokens).map { Int32(($0 * 7919 + 13) % vocabulary) }
         let clock = ContinuousClock()
         let promptStart = clock.now
-        var logits = try pass.forward(tokens: prompt, logits: .last)
+        var token: Int32 = prompt.isEmpty ? 0 : try pass.greedyNext(tokens: prompt)
         let promptSeconds = Generator.seconds(clock.now - promptStart)
         let decodeStart = clock.now
         for _ in 0..<decodeTokens {
-            logits = try pass.forward(tokens: [Sampler.argmax(logits)], logits: .last)
+            token = try pass.greedyNext(tokens: [token])
         }
         return Result(backend: backend.name, promptTokens: promptTokens, promptSeconds: promptSeconds,
                       decodeTokens: decodeTokens, decodeSeconds: Generator.seconds(clock.now - decodeStart))

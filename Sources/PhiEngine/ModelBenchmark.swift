@@ -100,10 +100,10 @@ public enum ModelBenchmark {
                 progress("\(measurement.test) \(repetition + 1)/\(repetitions)")
                 pass.reset()
                 var token: Int32 = 1
-                if depth > 0 { token = Sampler.argmax(try pass.forward(tokens: ids(depth, 1), logits: .last)) }
+                if depth > 0 { token = try pass.greedyNext(tokens: ids(depth, 1)) }
                 let start = clock.now
                 for _ in 0..<generationTokens {
-                    token = Sampler.argmax(try pass.forward(tokens: [token], logits: .last))
+                    token = try pass.greedyNext(tokens: [token])  // greedy, as `generate --temperature 0` decodes
                 }
                 measurement.samples.append(Double(generationTokens) / Generator.seconds(clock.now - start))
             }

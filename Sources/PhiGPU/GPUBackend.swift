@@ -27,6 +27,7 @@ public final class GPUBackend: ProfilingBackend {
     private var finishedCounts: Buffer?               // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
+    var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
     private var attentionChunkSize = 0
     private var attentionChunks = 0
     private let splitTokens = 4                       // queries up to this many use split (decode) attention

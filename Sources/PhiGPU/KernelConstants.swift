@@ -100,7 +100,14 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.attentionSplit, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionSplitRope, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.streamRead, MemoryLayout<StreamReadConstants>.size),
+    (ShaderLibrary.argmax, MemoryLayout<ArgmaxConstants>.size),
 ]
+
+/// `ArgmaxConstants` of Shaders/argmax.comp.
+struct ArgmaxConstants {
+    var count: UInt32
+    var offset: UInt32
+}
 
 /// `StreamReadConstants` of Shaders/stream_read.comp.
 struct StreamReadConstants {

@@ -154,6 +154,17 @@ public protocol InferenceBackend: AnyObject {
 
     /// Runs everything recorded so far and returns rows `rows` of `tensor`, row-major.
     func read(_ tensor: BackendTensor, rows: Range<Int>) throws -> [Float]
+
+    /// Runs everything recorded so far and returns the index of the largest value of row `row` of
+    /// `tensor`, the first of equal ones (`Sampler.argmax`).
+    func argmax(_ tensor: BackendTensor, row: Int) throws -> Int32
+}
+
+extension InferenceBackend {
+    /// Reads the row back and finds its largest value on the host.
+    public func argmax(_ tensor: BackendTensor, row: Int) throws -> Int32 {
+        Sampler.argmax(try read(tensor, rows: row..<row + 1))
+    }
 }
 
 /// GPU time of one kind of kernel within a profiled forward call.

@@ -2,7 +2,7 @@
 ///
 /// Holds the sequence position: `forward(tokens:logits:)` appends tokens to the KV cache, a prompt
 /// in chunks of at most `maxBatch` tokens processed as matrices (prefill), a generated token alone
-/// (decode). Only the final `read` synchronises with the backend.
+/// (decode). Only the final `read` (or `argmax`) synchronises with the backend.
 public final class ForwardPass {
     /// Which rows of logits a call returns.
     public enum LogitRows: Sendable {
@@ -62,7 +62,24 @@ public final class ForwardPass {
     /// Appends `tokens` to the sequence and returns their logits: (vocabularySize) for `.last`,
     /// (tokens.count, vocabularySize) for `.all`. Throws if the context window would overflow.
     public func forward(tokens: [Int32], logits rows: LogitRows) throws -> [Float] {
-        guard !tokens.isEmpty else { return [] }
+        var result: [Float] = []
+        try process(tokens, rows: rows) { count in result += try backend.read(logits, rows: 0..<count) }
+        return result
+    }
+
+    /// Appends `tokens` to the sequence and returns the most likely next token (the argmax of the
+    /// last token's logits, found by the backend: on a GPU only its index comes back).
+    public func greedyNext(tokens: [Int32]) throws -> Int32 {
+        guard !tokens.isEmpty else { throw BackendError.badRange(what: "tokens", range: 0..<0, limit: 1) }
+        var next: Int32 = 0
+        try process(tokens, rows: .last) { _ in next = try backend.argmax(logits, row: 0) }
+        return next
+    }
+
+    /// Runs `tokens` through the model in chunks of at most maxBatch; after each chunk whose logits
+    /// `rows` asks for, `take` gets how many rows of `logits` it holds.
+    private func process(_ tokens: [Int32], rows: LogitRows, take: (Int) throws -> Void) throws {
+        guard !tokens.isEmpty else { return }
         guard position + tokens.count <= contextLength else {
             throw BackendError.contextTooLong(requested: position + tokens.count, limit: contextLength)
         }
@@ -70,23 +87,24 @@ public final class ForwardPass {
             throw BackendError.badRange(what: "token id \(token)", range: Int(token)..<Int(token) + 1,
                                         limit: config.vocabularySize)
         }
-        var result: [Float] = []
         var start = 0
         while start < tokens.count {
             let chunk = Array(tokens[start..<min(start + maxBatch, tokens.count)])
             start += chunk.count
             let isLast = start == tokens.count
             if rows == .all || isLast {
-                result += try run(chunk, logitRows: rows == .all ? 0..<chunk.count : chunk.count - 1..<chunk.count)
+                let logitRows = rows == .all ? 0..<chunk.count : chunk.count - 1..<chunk.count
+                try run(chunk, logitRows: logitRows)
+                try take(logitRows.count)
             } else {
-                _ = try run(chunk, logitRows: nil)
+                try run(chunk, logitRows: nil)
             }
         }
-        return result
     }
 
-    /// One pass of `tokens` (at most maxBatch) through every layer; logits of `logitRows` if any.
-    private func run(_ tokens: [Int32], logitRows: Range<Int>?) throws -> [Float] {
+    /// One pass of `tokens` (at most maxBatch) through every layer; logits of `logitRows` (if any)
+    /// into rows 0..<logitRows.count of `logits`.
+    private func run(_ tokens: [Int32], logitRows: Range<Int>?) throws {
         let n = tokens.count
         let start = position
         try backend.embed(tokens: tokens, into: x)
@@ -106,9 +124,8 @@ public final class ForwardPass {
             try backend.add(projected, count: n, into: x)
         }
         position += n
-        guard let logitRows else { return [] }
+        guard let logitRows else { return }
         try backend.rmsNorm(x, weight: .finalNorm, count: n, into: normed)
         try backend.matmul(normed, rows: logitRows, weight: .lmHead, into: logits)
-        return try backend.read(logits, rows: 0..<logitRows.count)
     }
 }

@@ -76,20 +76,26 @@ public enum Generator {
         var history = prompt
         var tokens: [Int32] = []
         let clock = ContinuousClock()
+        // Plain greedy decoding needs only the argmax of the logits, which the backend finds
+        // itself (a GPU sends back the index, not the row); anything else samples them on the host.
+        let greedy = options.sampling.temperature <= 0 && options.sampling.repetitionPenalty == 1
+        func next(after input: [Int32]) throws -> Int32 {
+            if greedy { return try pass.greedyNext(tokens: input) }
+            return sampler.sample(logits: try pass.forward(tokens: input, logits: .last), history: history)
+        }
         let prefillStart = clock.now
-        var logits = try pass.forward(tokens: prompt, logits: .last)
+        var token = try next(after: prompt)
         let prefillSeconds = seconds(clock.now - prefillStart)
         let decodeStart = clock.now
         var reason = StopReason.maxTokens
         while tokens.count < options.maxTokens {
-            let token = sampler.sample(logits: logits, history: history)
             if options.stopTokens.contains(token) { reason = .stopToken(token); break }
             tokens.append(token)
             history.append(token)
             if try !onToken(token) { reason = .cancelled; break }
             if tokens.count == options.maxTokens { break }
             if pass.position >= pass.contextLength { reason = .contextFull; break }
-            logits = try pass.forward(tokens: [token], logits: .last)
+            token = try next(after: [token])
         }
         return GenerationResult(tokens: tokens, stopReason: reason, promptTokenCount: prompt.count,
                                 prefillSeconds: prefillSeconds, decodeSeconds: seconds(clock.now - decodeStart))

@@ -220,6 +220,42 @@ final class GPUBackendTests: XCTestCase {
         try TestGPU.assertNoValidationErrors()
     }
 
+    /// argmax.comp against `Sampler.argmax` on fresh random rows (exact: an index): a row whose
+    /// largest value appears twice (the first wins), rows shorter and longer than the workgroup,
+    /// all-equal and all -inf rows; then greedy decoding through the forward pass, against the
+    /// argmax of the logits read back from a second GPU pass (the same arithmetic, so no near-tie
+    /// between GPU and CPU rounding can make it flaky).
+    func testArgmaxMatchesTheHostIncludingTies() throws {
+        let backend = try GPUBackend(context: try TestGPU.context())
+        for columns in [1, 100, 256, 257, 50_000] {
+            var rows: [[Float]] = (0..<3).map { _ in random.floats(columns, in: -20...20) }
+            if columns > 1 {
+                let top = (rows[1].max() ?? 0) + 1
+                let first = Int.random(in: 0..<columns, using: &random), second = Int.random(in: 0..<columns, using: &random)
+                rows[1][max(first, second)] = top
+                rows[1][min(first, second)] = top
+            }
+            rows.append([Float](repeating: 3, count: columns))
+            rows.append([Float](repeating: -.infinity, count: columns))
+            let made = try tensor(backend, rows.flatMap { $0 }, rows: rows.count)
+            for (row, values) in rows.enumerated() {
+                XCTAssertEqual(try backend.argmax(made, row: row), Sampler.argmax(values), "row \(row) of \(columns) values")
+            }
+        }
+        let config = Self.smallConfig
+        let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
+        let greedy = try ForwardPass(weights: weights, backend: backend, contextLength: 32, maxBatch: 8)
+        let reading = try ForwardPass(weights: weights, backend: try GPUBackend(context: try TestGPU.context()), contextLength: 32, maxBatch: 8)
+        var greedyToken = try greedy.greedyNext(tokens: [3, 14, 15, 92])
+        var readToken = Sampler.argmax(try reading.forward(tokens: [3, 14, 15, 92], logits: .last))
+        for step in 0..<6 {
+            XCTAssertEqual(greedyToken, readToken, "greedy token at step \(step)")
+            greedyToken = try greedy.greedyNext(tokens: [greedyToken])
+            readToken = Sampler.argmax(try reading.forward(tokens: [readToken], logits: .last))
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
     func testStepsSubmittedInManySegmentsMatchTheCPUBackend() throws {
         let config = Self.smallConfig
         let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
