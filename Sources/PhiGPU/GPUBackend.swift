@@ -61,10 +61,8 @@ public final class GPUBackend: ProfilingBackend {
         set { stream.profiling = newValue }
     }
     public var lastProfile: [KernelTime] { stream.lastProfile }
-    /// Whether decode products multiply with integer dot products (x in two signed bytes per value)
-    /// where the device offers them, rather than in Float16 pairs (4-bit) or Float32 (8-bit): faster
-    /// and more exact (BENCHMARKS.md, sixth session). `PHI_GPU_MATVEC_INT=0` turns it off; tests set both.
-    public var integerDotProducts = MatvecKernel.integerDotRequested
+    /// How decode products are chosen and tuned (the environment's overrides unless set).
+    public var decodeProducts = DecodeProductSettings.fromEnvironment
 
     /// A backend on `context`; `segmentLength` commands go to the GPU in each early submission.
     public init(context: GPUContext, segmentLength: Int = 24) throws {
@@ -231,11 +229,11 @@ public final class GPUBackend: ProfilingBackend {
         if rows.count == 1 {
             var fused = prologue
             var kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             prologue: fused?.kind ?? .none, integerDot: integerDotProducts, device: context.device)
+                                             prologue: fused?.kind ?? .none, settings: decodeProducts, device: context.device)
             if kernel == nil, fused != nil {
                 fused = nil
                 kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             integerDot: integerDotProducts, device: context.device)
+                                             settings: decodeProducts, device: context.device)
             }
             if let kernel {
                 try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused)

@@ -2,16 +2,43 @@ import Foundation
 import PhiShaders
 import VulkanKit
 
+/// How decode products are chosen and tuned. `fromEnvironment` reads the overrides once:
+/// `PHI_GPU_MATVEC=plain` forces the plain kernel; `PHI_GPU_MATVEC_INT=0` floating-point arithmetic
+/// in staged products on devices with integer dot products; `PHI_GPU_MATVEC_ROWS` and
+/// `PHI_GPU_MATVEC_UNROLL` set the staged kernel's rows per subgroup and blocks in flight per lane,
+/// `PHI_GPU_MATVEC_SUBGROUPS` its subgroups per workgroup.
+public struct DecodeProductSettings: Sendable, Equatable {
+    /// Use the plain kernel (Shaders/matvec.comp) even where the staged one fits.
+    public var plain = false
+    /// Multiply with integer dot products where the device has them (x in two signed bytes per
+    /// value), rather than in Float16 pairs (4-bit) or Float32 (8-bit): faster and more exact.
+    public var integerDot = true
+    /// Rows per subgroup of the staged kernel (1-16). Measured best on an H100 at the Phi-3.5-mini
+    /// shapes (BENCHMARKS.md): 8 subgroups × 4 rows, one block in flight.
+    public var rowsPerSubgroup = 4
+    /// 16-byte blocks each lane loads per row before using any (1-8).
+    public var blocksInFlight = 1
+    /// Subgroups per workgroup of the staged kernel (1-32).
+    public var subgroups = 8
+
+    public init() {}
+
+    /// The defaults with the environment's overrides.
+    public static let fromEnvironment: DecodeProductSettings = {
+        func value(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        var settings = DecodeProductSettings()
+        settings.plain = value("PHI_GPU_MATVEC") == "plain"
+        settings.integerDot = value("PHI_GPU_MATVEC_INT") != "0"
+        if let rows = value("PHI_GPU_MATVEC_ROWS").flatMap(Int.init) { settings.rowsPerSubgroup = rows }
+        if let unroll = value("PHI_GPU_MATVEC_UNROLL").flatMap(Int.init) { settings.blocksInFlight = unroll }
+        if let subgroups = value("PHI_GPU_MATVEC_SUBGROUPS").flatMap(Int.init) { settings.subgroups = subgroups }
+        return settings
+    }()
+}
+
 /// The decode product (one token) for a matrix: the staged kernel (Shaders/matvec_staged.comp,
 /// x copied once per workgroup into shared memory) where the shapes and the device's shared memory
 /// allow it, else the plain one (Shaders/matvec.comp).
-///
-/// Environment overrides, read with getenv on every product (building `ProcessInfo.environment`
-/// costs ~0.1 ms, which decode steps, queued anew each token, cannot afford):
-/// `PHI_GPU_MATVEC=plain|staged` forces a kernel; `PHI_GPU_MATVEC_INT=0` floating-point
-/// arithmetic in staged products on devices with integer dot products; `PHI_GPU_MATVEC_ROWS` and
-/// `PHI_GPU_MATVEC_UNROLL` set the staged kernel's rows per subgroup and blocks in flight per lane,
-/// `PHI_GPU_MATVEC_SUBGROUPS` its subgroups per workgroup.
 struct MatvecKernel {
     /// What the staged kernel computes x from, fusing the operation that would have produced it.
     enum Prologue: Equatable {
@@ -33,10 +60,6 @@ struct MatvecKernel {
 
     /// Columns of x the staged kernel holds in shared memory at a time (its CHUNK define).
     static let stagedChunk = 4096
-    static let defaultRows = 4
-    // Measured best on an H100 at the Phi-3.5-mini shapes (BENCHMARKS.md): 8 subgroups × 4 rows, one block in flight.
-    static let defaultUnroll = 1
-    static let defaultSubgroups = 8
 
     /// Shared memory the staged kernel declares for `bits`-bit weights: padded x (4-bit: a
     /// Float16 pair per value pair, 16 bytes per word; 8-bit: a float per value), each block's
@@ -49,17 +72,15 @@ struct MatvecKernel {
 
     /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
     /// no decode kernel takes the shape (the general product does) or the prologue cannot be fused.
-    /// With `integerDot`, products use the integer dot product variants where the device has them.
     static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
-                       integerDot: Bool = true, device: Device) -> MatvecKernel? {
-        let override = environment("PHI_GPU_MATVEC")
+                       settings: DecodeProductSettings, device: Device) -> MatvecKernel? {
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         // The 4-bit staged kernel multiplies in Float16.
-        let integerDot = integerDot && device.enabled.integerDotProduct
+        let integerDot = settings.integerDot && device.enabled.integerDotProduct
         let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.physical.sharedMemoryBytes
             && (bits != 4 || device.enabled.float16 || integerDot)
-        let staged = stagedFits && override != "plain"
+        let staged = stagedFits && !settings.plain
         guard prologue == .none || (staged && (prologue != .norm || columns <= stagedChunk)) else { return nil }
         guard staged else {
             let shader = switch (bits == 4, accumulate) {
@@ -72,9 +93,9 @@ struct MatvecKernel {
         }
         let index = (prologue == .norm ? 4 : prologue == .silu ? 8 : 0) + (accumulate ? 2 : 0) + (bits == 4 ? 0 : 1)
         let shader = (integerDot ? integerDotShaders : stagedShaders)[index]
-        let rows = environment("PHI_GPU_MATVEC_ROWS").flatMap(Int.init).map { min(max($0, 1), 16) } ?? defaultRows
-        let unroll = environment("PHI_GPU_MATVEC_UNROLL").flatMap(Int.init).map { min(max($0, 1), 8) } ?? defaultUnroll
-        let subgroups = environment("PHI_GPU_MATVEC_SUBGROUPS").flatMap(Int.init).map { min(max($0, 1), 32) } ?? defaultSubgroups
+        let rows = min(max(settings.rowsPerSubgroup, 1), 16)
+        let unroll = min(max(settings.blocksInFlight, 1), 8)
+        let subgroups = min(max(settings.subgroups, 1), 32)
         return MatvecKernel(shader: shader, rowsPerSubgroup: rows, subgroups: subgroups, specialization: [UInt32(rows), UInt32(unroll)])
     }
 
@@ -97,11 +118,4 @@ struct MatvecKernel {
         ShaderLibrary.matvecStagedSiluAddQ4Int, ShaderLibrary.matvecStagedSiluAddQ8Int,
     ]
 
-    /// `PHI_GPU_MATVEC_INT=0` keeps decode products in floating point (Float16 pairs at 4 bits,
-    /// Float32 at 8) where the device has integer dot products (read once).
-    static let integerDotRequested = getenv("PHI_GPU_MATVEC_INT").map { String(cString: $0) } != "0"
-
-    private static func environment(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }
-    }
 }

@@ -38,21 +38,17 @@ final class FusedDecodeTests: XCTestCase {
 
     func testNormAndSiluFusedIntoDecodeProductsMatchTheCPU() throws {
         let config = Self.config
-        defer {
-            unsetenv("PHI_GPU_MATVEC_ROWS")
-            unsetenv("PHI_GPU_MATVEC_UNROLL")
-        }
         for (bits, integerDot) in [(4, true), (4, false), (8, true), (8, false)] {
             let weights = RandomWeights.make(config: config, seed: random.next(), bits: bits, groupSize: 64)
             let backend = try GPUBackend(context: try TestGPU.context())
-            backend.integerDotProducts = integerDot
+            backend.decodeProducts.integerDot = integerDot
             let usesIntegerDot = integerDot && backend.context.device.enabled.integerDotProduct
             let suffix = usesIntegerDot ? "Int" : ""
             let tolerance = usesIntegerDot ? 1e-4 : decodeProductTolerance(bits: bits)
             try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
             for (rows, unroll) in [(4, 2), (1, 1), (3, 4), (8, 1)] {
-                setenv("PHI_GPU_MATVEC_ROWS", "\(rows)", 1)
-                setenv("PHI_GPU_MATVEC_UNROLL", "\(unroll)", 1)
+                backend.decodeProducts.rowsPerSubgroup = rows
+                backend.decodeProducts.blocksInFlight = unroll
                 let what = "\(bits)-bit\(usesIntegerDot ? " (integer dot products)" : ""), \(rows) rows × \(unroll) blocks"
 
                 // RMSNorm then the qkv product: one dispatch, which also writes the normed x.

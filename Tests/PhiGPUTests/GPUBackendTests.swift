@@ -69,13 +69,12 @@ final class GPUBackendTests: XCTestCase {
             (40, 48, 16, 1), (9216, 3072, 64, 1), (3072, 8192, 64, 1), (50, 4160, 32, 1),
         ]
         // Both decode kernels (the staged one takes x through shared memory in chunks of 4096 columns).
-        defer { unsetenv("PHI_GPU_MATVEC") }
         for (bits, matvec) in [(4, "staged"), (8, "staged"), (4, "plain"), (8, "plain")] {
-            setenv("PHI_GPU_MATVEC", matvec, 1)
             for shape in shapes where matvec == "staged" || shape.tokens == 1 {
                 let matrix = randomMatrix(rows: shape.rows, columns: shape.columns, bits: bits, groupSize: shape.group)
                 let config = Self.smallConfig
                 let (backend, _, _) = try backend(config: config, qkv: matrix)
+                backend.decodeProducts.plain = matvec == "plain"
                 let x = random.floats(shape.tokens * shape.columns)
                 let input = try tensor(backend, x, rows: shape.tokens)
                 let out = try poisoned(backend, rows: shape.tokens, columns: shape.rows)
