@@ -91,6 +91,13 @@ uint pack_bytes(vec4 v) {
     const uvec4 bytes = uvec4(ivec4(v)) & 0xFFu;
     return bytes.x | (bytes.y << 8) | (bytes.z << 16) | (bytes.w << 24);
 }
+
+// Four values of x / block_scale (each at most 127 in magnitude) as hi + lo / 256: the signed
+// bytes of hi, then of lo.
+uvec2 high_low_bytes(vec4 v) {
+    const vec4 high = round(v);
+    return uvec2(pack_bytes(high), pack_bytes(clamp(round((v - high) * 256.0), -127.0, 127.0)));
+}
 #endif
 
 #if BITS == 8 && defined(INT_DOT)
@@ -244,34 +251,26 @@ void main() {
                 const vec4 magnitude = abs(values[i]);
                 largest = max(largest, max(max(magnitude.x, magnitude.y), max(magnitude.z, magnitude.w)));
             }
-#if BITS == 8 && defined(INT_DOT)
-            // x / block_scale as hi + lo / 256 in signed bytes, block_scale = largest / 127, four
-            // values (one word's) to a uint.
+#if defined(INT_DOT)
+            // x / block_scale as hi + lo / 256 in signed bytes, block_scale = largest / 127.
             const float block_scale = largest > 0.0 ? largest / 127.0 : 1.0;
             const float inverse = 1.0 / block_scale;
+#if BITS == 8
+            // Four values (one word's) to a uint: (hi, lo) of word 2j, then of word 2j + 1.
             [[unroll]] for (uint j = 0; j < 2; ++j) {
-                const vec4 first = values[2 * j] * inverse, second = values[2 * j + 1] * inverse;
-                const vec4 first_high = round(first), second_high = round(second);
-                const vec4 first_low = clamp(round((first - first_high) * 256.0), -127.0, 127.0);
-                const vec4 second_low = clamp(round((second - second_high) * 256.0), -127.0, 127.0);
-                staged[b * STAGED_PER_BLOCK + j] = uvec4(pack_bytes(first_high), pack_bytes(first_low),
-                                                         pack_bytes(second_high), pack_bytes(second_low));
+                const uvec2 first = high_low_bytes(values[2 * j] * inverse), second = high_low_bytes(values[2 * j + 1] * inverse);
+                staged[b * STAGED_PER_BLOCK + j] = uvec4(first, second);
             }
-            block_info[b] = vec2(block_sum, block_scale);
-#elif BITS == 4 && defined(INT_DOT)
-            // x / block_scale as hi + lo / 256 in signed bytes, block_scale = largest / 127; per
-            // word j (values 8j ... 8j + 7, vec4s 2j and 2j + 1) the even and the odd values apart.
-            const float block_scale = largest > 0.0 ? largest / 127.0 : 1.0;
-            const float inverse = 1.0 / block_scale;
+#else
+            // Per word j (values 8j ... 8j + 7, vec4s 2j and 2j + 1) the even and the odd values
+            // apart: (hi even, hi odd, lo even, lo odd).
             [[unroll]] for (uint j = 0; j < 4; ++j) {
                 const vec4 first = values[2 * j] * inverse, second = values[2 * j + 1] * inverse;
-                const vec4 even = vec4(first.x, first.z, second.x, second.z), odd = vec4(first.y, first.w, second.y, second.w);
-                const vec4 even_high = round(even), odd_high = round(odd);
-                const vec4 even_low = clamp(round((even - even_high) * 256.0), -127.0, 127.0);
-                const vec4 odd_low = clamp(round((odd - odd_high) * 256.0), -127.0, 127.0);
-                staged[b * STAGED_PER_BLOCK + j] = uvec4(pack_bytes(even_high), pack_bytes(odd_high),
-                                                         pack_bytes(even_low), pack_bytes(odd_low));
+                const uvec2 even = high_low_bytes(vec4(first.x, first.z, second.x, second.z));
+                const uvec2 odd = high_low_bytes(vec4(first.y, first.w, second.y, second.w));
+                staged[b * STAGED_PER_BLOCK + j] = uvec4(even.x, odd.x, even.y, odd.y);
             }
+#endif
             block_info[b] = vec2(block_sum, block_scale);
 #elif BITS == 4
             // Word j holds values 8j ... 8j + 7 (vec4s 2j and 2j + 1); its pairs are values

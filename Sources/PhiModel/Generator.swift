@@ -78,9 +78,8 @@ public enum Generator {
         let clock = ContinuousClock()
         // Plain greedy decoding needs only the argmax of the logits, which the backend finds
         // itself (a GPU sends back the index, not the row); anything else samples them on the host.
-        let greedy = options.sampling.temperature <= 0 && options.sampling.repetitionPenalty == 1
         func next(after input: [Int32]) throws -> Int32 {
-            if greedy { return try pass.greedyNext(tokens: input) }
+            if options.sampling.isPlainArgmax { return try pass.greedyNext(tokens: input) }
             return sampler.sample(logits: try pass.forward(tokens: input, logits: .last), history: history)
         }
         let prefillStart = clock.now

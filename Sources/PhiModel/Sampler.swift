@@ -30,6 +30,12 @@ public struct SamplingOptions: Sendable, Equatable {
 
     /// Greedy decoding.
     public static let greedy = SamplingOptions(temperature: 0)
+
+    /// Whether the choice is the plain argmax of the logits (greedy, no repetition penalty in
+    /// effect), which a backend can find without sending the logits back.
+    public var isPlainArgmax: Bool {
+        temperature <= 0 && (repetitionPenalty == 1 || repetitionWindow <= 0)
+    }
 }
 
 /// Chooses tokens from logits: repetition penalty, then greedy or temperature with top-k, top-p,
