@@ -19,8 +19,9 @@
 // and one fma take two values; the mask 0x00F000F0 gives 1024 plus 16 times the values at bits 4
 // and 20, and word >> 8 the other four. x is
 // staged as the matching Float16 pairs, divided by 16 where the value comes scaled, and by a power
-// of two per block (`block_scale`) that keeps every pair sum of a word below 4,000; each word's
-// sum goes to Float32. Relative error ≈ 3e-4 of the largest output (Float16 x, as in prefill).
+// of two per block (`block_scale`) that brings its largest |x| into (16, 32], so that every pair
+// sum of a word stays below 4,000 and small x keeps Float16's precision; each word's sum goes to
+// Float32. Relative error ≈ 3e-4 of the largest output (Float16 x, as in prefill).
 // With INT_DOT (devices with integer dot products) weights are multiplied in integers instead:
 // x is staged per block as x / block_scale = hi + lo / 256 in signed bytes (block_scale = the
 // block's largest |x| / 127, so ~16 bits of x are kept), and each word takes two ANDs, a shift and
@@ -31,7 +32,8 @@
 // as a float is 2^23 plus the value times 2^e, so the staged x is pre-multiplied by 2^-e.
 // Prologues fuse the operation that produced x into the staging, so that it needs no dispatch of
 // its own (workgroup 0 also writes the x it computed, so the result is the same as unfused):
-//   PROLOGUE_NORM: x = RMSNorm(input row) · norm_weight (needs columns <= CHUNK)
+//   PROLOGUE_NORM: x = RMSNorm(input row) · norm_weight (needs columns <= CHUNK; the norm's scale
+//                  multiplies the results instead of x)
 //   PROLOGUE_SILU: x = silu(gate) · up, the input row being gate | up (2 · columns values)
 // With ACCUMULATE the result is also added into `accumulator` (the residual add fused).
 // Products wider than one chunk may be split over their chunks (see PartSums below), so that the
@@ -69,7 +71,7 @@ shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, b
 shared vec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK];  // (chunk blocks, BLOCK_VEC4 + 1) x · 2^-e
 shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, 1)
 #endif
-shared float subgroup_sums[64];                       // (subgroups) for the RMSNorm reduction
+shared float subgroup_sums[64];                       // (subgroups) Σ x² for PROLOGUE_NORM
 shared bool is_last_part;                             // this workgroup finished its rows' parts last
 
 // Split over the chunks (gl_NumWorkGroups.y parts; not with PROLOGUE_NORM): workgroup (x, part)
@@ -169,20 +171,6 @@ float block_dot(uvec4 block, vec4 xs[BLOCK_VEC4]) {
 }
 #endif
 
-// Σ of `value` over the workgroup (every invocation must call it).
-float workgroup_total(float value) {
-    const float partial = subgroupAdd(value);
-    if (subgroupElect()) {
-        subgroup_sums[gl_SubgroupID] = partial;
-    }
-    barrier();
-    float total = 0.0;
-    for (uint s = 0; s < gl_NumSubgroups; ++s) {
-        total += subgroup_sums[s];
-    }
-    return total;
-}
-
 // Loads round `base` of the lane's blocks: block base + u · subgroup size of each of the ROWS rows
 // (clamped to the row's last block; past the end they are loaded, not used) and the (scale, bias)
 // of each block's group.
@@ -213,12 +201,9 @@ void main() {
 #endif
     const bool writes_prologue = gl_WorkGroupID.x == 0;
 #ifdef PROLOGUE_NORM
-    float squares = 0.0;
-    for (uint v = gl_LocalInvocationIndex; v < columns4; v += gl_WorkGroupSize.x) {
-        const vec4 value = x[x_base + v];
-        squares += dot(value, value);
-    }
-    const float norm_scale = inversesqrt(workgroup_total(squares) / float(pc.columns) + pc.epsilon);
+    // RMSNorm's scale multiplies the results rather than x: Σ x² is gathered while x is staged and
+    // added up after the staging barrier, so no pass over x and no barrier come before the staging.
+    float squares = 0.0, norm_scale = 1.0;
 #endif
     float sums[ROWS];
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
@@ -235,14 +220,16 @@ void main() {
             [[unroll]] for (uint i = 0; i < BLOCK_VEC4; ++i) {
                 const uint v = (chunk + b) * BLOCK_VEC4 + i;  // vec4 number within the row
 #if defined(PROLOGUE_NORM)
-                values[i] = x[x_base + v] * norm_scale * norm_weight[v];
+                const vec4 raw = x[x_base + v];
+                squares += dot(raw, raw);
+                values[i] = raw * norm_weight[v];  // times norm_scale in the results
 #elif defined(PROLOGUE_SILU)
                 const vec4 gate = x[x_base + v];
                 values[i] = gate / (1.0 + exp(-gate)) * x[x_base + columns4 + v];
 #else
                 values[i] = x[x_base + v];
 #endif
-#if defined(PROLOGUE_NORM) || defined(PROLOGUE_SILU)
+#if defined(PROLOGUE_SILU)
                 if (writes_prologue) {
                     prologue_out[pc.input_row * columns4 + v] = values[i];
                 }
@@ -275,7 +262,7 @@ void main() {
 #elif BITS == 4
             // Word j holds values 8j ... 8j + 7 (vec4s 2j and 2j + 1); its pairs are values
             // (8j + i, 8j + 4 + i), those with odd i divided by 16 (see block_dot).
-            const float block_scale = largest > 32.0 ? exp2(ceil(log2(largest / 32.0))) : 1.0;
+            const float block_scale = largest > 0.0 ? exp2(ceil(log2(largest / 32.0))) : 1.0;
             const float inverse = 1.0 / block_scale;
             [[unroll]] for (uint j = 0; j < 4; ++j) {
                 const vec4 low = values[2 * j] * inverse, high = values[2 * j + 1] * inverse;
@@ -291,7 +278,20 @@ void main() {
             block_info[b] = vec2(block_sum, 1.0);
 #endif
         }
+#ifdef PROLOGUE_NORM
+        const float subgroup_squares = subgroupAdd(squares);
+        if (subgroupElect()) {
+            subgroup_sums[gl_SubgroupID] = subgroup_squares;
+        }
+#endif
         barrier();
+#ifdef PROLOGUE_NORM
+        float total_squares = 0.0;
+        for (uint s = 0; s < gl_NumSubgroups; ++s) {
+            total_squares += subgroup_sums[s];
+        }
+        norm_scale = inversesqrt(total_squares / float(pc.columns) + pc.epsilon);
+#endif
         for (uint k0 = 0; k0 < chunk_blocks; k0 += round_blocks) {  // k0: the round's first block within the chunk
             uvec4 blocks[UNROLL][ROWS];
             vec2 factors[UNROLL][ROWS];  // (scale, bias) of each block's group
@@ -321,7 +321,11 @@ void main() {
     }
     // Each row's sum is its result, or with parts this part's share, for the last part to add up.
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+#ifdef PROLOGUE_NORM
+        const float total = subgroupAdd(sums[r]) * norm_scale;
+#else
         const float total = subgroupAdd(sums[r]);
+#endif
         if (subgroupElect() && first_row + r < pc.rows) {
             if (parts == 1) {
                 y[first_row + r] = total;
@@ -333,6 +337,13 @@ void main() {
             }
         }
     }
+#ifdef PROLOGUE_NORM
+    if (writes_prologue) {  // the normalised x, as the unfused RMSNorm writes it
+        for (uint v = gl_LocalInvocationIndex; v < columns4; v += gl_WorkGroupSize.x) {
+            prologue_out[pc.input_row * columns4 + v] = x[x_base + v] * norm_scale * norm_weight[v];
+        }
+    }
+#endif
     if (parts == 1) {
         return;
     }

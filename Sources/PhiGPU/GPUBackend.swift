@@ -327,6 +327,7 @@ public final class GPUBackend: ProfilingBackend {
         let physical = context.device.physical
         let splitWidth = min(128, physical.maxWorkgroupInvocations)
         let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
+            && physical.subgroupSize >= 8 && splitWidth % 8 == 0
         let (promptWidth, promptQueries, promptShared) = (PromptAttention.threads, PromptAttention.queries, PromptAttention.sharedBytes)
         if !split {
             guard config.headDimension % 8 == 0, config.headDimension <= PromptAttention.maxHeadDimension else {
