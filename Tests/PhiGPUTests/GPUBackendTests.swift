@@ -42,10 +42,11 @@ final class GPUBackendTests: XCTestCase {
 
     /// A prepared backend whose layer-0 qkv matrix is `matrix` (other weights random of `config`'s shapes).
     func backend(config: ModelConfig = smallConfig, qkv: QuantizedMatrix? = nil, contextLength: Int = 512,
-                 bits: Int = 4) throws -> (GPUBackend, ModelWeights, RotaryEmbedding) {
+                 bits: Int = 4, keysPerChunk: Int? = nil) throws -> (GPUBackend, ModelWeights, RotaryEmbedding) {
         var weights = RandomWeights.make(config: config, seed: random.next(), bits: bits, groupSize: 16)
         if let qkv { weights.layers[0].qkv = qkv }
         let backend = try GPUBackend(context: try TestGPU.context())
+        backend.attentionKeysPerChunk = keysPerChunk
         let rotary = RotaryEmbedding(config: config, contextLength: contextLength)
         try backend.prepare(weights: weights, contextLength: contextLength, rotary: rotary)
         return (backend, weights, rotary)
@@ -142,7 +143,9 @@ final class GPUBackendTests: XCTestCase {
     /// RoPE into the cache and attention, for a prompt (prefill) then single tokens (decode), past one
     /// workgroup's worth of keys, in both RoPE regimes (short factors at 512, long at 1024). The
     /// decode calls at positions 7 and 8 have all their keys in one chunk (its workgroup writes the
-    /// output); the one at 311 spans several (the last workgroup combines them).
+    /// output); the one at 311 spans several (the last workgroup combines them). Phi-3.5-mini's heads
+    /// also run with 4 keys a chunk (78 chunks at 311: more than one round of partials per combining
+    /// invocation) and with 128 (more than one round of keys and of value rows per invocation).
     func testRopeCacheAndAttentionForPrefillAndDecode() throws {
         // The small GQA shape in both RoPE regimes, then Phi-3.5-mini's heads (32 × 96, all rotated)
         // and Phi-4-mini's (24 on 8 kv heads × 128, 96 rotated).
@@ -152,8 +155,10 @@ final class GPUBackendTests: XCTestCase {
                                                    longFactor: (0..<48).map { 1 + Float($0) }, originalContext: 256)
         var phi4Heads = phi35Heads
         (phi4Heads.headCount, phi4Heads.kvHeadCount, phi4Heads.headDimension) = (24, 8, 128)
-        for (config, contextLength) in [(Self.smallConfig, 512), (Self.smallConfig, 1024), (phi35Heads, 400), (phi4Heads, 400)] {
-            let (backend, weights, rotary) = try backend(config: config, contextLength: contextLength)
+        let cases: [(ModelConfig, Int, Int?)] = [(Self.smallConfig, 512, nil), (Self.smallConfig, 1024, nil), (phi35Heads, 400, nil),
+                                                 (phi35Heads, 400, 4), (phi35Heads, 400, 128), (phi4Heads, 400, nil)]
+        for (config, contextLength, keysPerChunk) in cases {
+            let (backend, weights, rotary) = try backend(config: config, contextLength: contextLength, keysPerChunk: keysPerChunk)
             let c = weights.config
             let width = c.headCount * c.headDimension
             let kvWidth = c.kvHeadCount * c.headDimension
