@@ -17,42 +17,42 @@ public final class GPUBackend: ProfilingBackend {
     /// Called while weights upload: (bytes sent, bytes in all).
     public var uploadProgress: ((Int, Int) -> Void)?
 
-    private var config: ModelConfig?
-    private var contextLength = 0
+    var config: ModelConfig?
+    var contextLength = 0
     private var matrices: [WeightName: GPUMatrix] = [:]
     private var norms: [WeightName: Buffer] = [:]    // (hiddenSize) Float32 each
-    private var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float16
-    private var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float16
-    private var partials: Buffer?                     // (splitTokens, heads, chunks, headDim + 4) Float32: split attention
-    private var finishedCounts: Buffer?               // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
+    var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float16
+    var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float16
+    var partials: Buffer?                     // (splitTokens, heads, chunks, headDim + 4) Float32: split attention
+    var finishedCounts: Buffer?               // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
     var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
-    private var attentionChunkSize = 0
-    private var attentionChunks = 0
-    private let splitTokens = 4                       // queries up to this many use split (decode) attention
+    var attentionChunkSize = 0
+    var attentionChunks = 0
+    let splitTokens = 4                       // queries up to this many use split (decode) attention
     /// Keys per chunk of the split attention instead of the policy's (tests set it before `prepare`
     /// to reach every path of attention_split.comp).
     var attentionKeysPerChunk: Int?
-    private var splitWidth: Int { min(128, context.device.physical.maxWorkgroupInvocations) }  // its workgroup size
-    private var cosines: Buffer?                      // (contextLength, rotary / 2) Float32, scaled
-    private var sines: Buffer?                        // (contextLength, rotary / 2) Float32, scaled
-    private var rotaryDimensions = 0
+    var splitWidth: Int { min(128, context.device.physical.maxWorkgroupInvocations) }  // its workgroup size
+    var cosines: Buffer?                      // (contextLength, rotary / 2) Float32, scaled
+    var sines: Buffer?                        // (contextLength, rotary / 2) Float32, scaled
+    var rotaryDimensions = 0
     private var tokens: Buffer?                       // (tokenCapacity) Int32, host-visible
     private let tokenCapacity = 4096
     private var tokensUsed = 0
     private var readback: Buffer?                     // host-visible staging for `read`
-    private let parameters: Buffer                    // (parameterCapacity) UInt32, host-visible: positions
+    let parameters: Buffer                    // (parameterCapacity) UInt32, host-visible: positions
     private let parameterCapacity = 1024
     private var parametersUsed = 0
 
-    private let stream: CommandStream
+    let stream: CommandStream
     /// The last queued product, while it may still take the residual add that follows it.
     private var lastProduct: QueuedProduct?
     /// The last queued one-token RMSNorm or SiLU gate, while the product that follows may fuse it.
     private var lastPrologue: QueuedPrologue?
     /// The last queued RoPE-and-cache of a decode step, while the split attention may take it over.
-    private var lastRotation: QueuedRotation?
+    var lastRotation: QueuedRotation?
     private let rmsNormKernel: RMSNormKernel
     /// Command buffers recorded so far; a replayed one does not count (for benchmarks and tests).
     public var recordings: Int { stream.recordings }
@@ -307,81 +307,6 @@ public final class GPUBackend: ProfilingBackend {
     }
     private static let splitProducts = ProcessInfo.processInfo.environment["PHI_GPU_MATVEC_SPLIT"] != "0"
 
-    public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int, queries: BackendTensor) throws {
-        let (config, _) = try prepared()
-        try checkPositions(startPosition, count)
-        guard let cosines, let sines else { throw BackendError.notPrepared }
-        let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 7, pushConstantSize: MemoryLayout<RopeConstants>.size,
-                                            specialization: [256])
-        let slot = try parameterSlot(UInt32(startPosition))
-        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension / 2
-        try dispatch(pipeline, [BufferBinding(try gpu(qkv).buffer), BufferBinding(cosines), BufferBinding(sines),
-                                BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer]),
-                                BufferBinding(parameters)],
-                     RopeConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
-                                   kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
-                                   rotary: UInt32(rotaryDimensions), context: UInt32(contextLength)),
-                     groups: ((total + 255) / 256, 1, 1))
-        if count <= splitTokens {
-            lastRotation = QueuedRotation(index: stream.queued.count - 1, qkv: qkv, queries: queries, layer: layer,
-                                          startPosition: startPosition, count: count)
-        }
-    }
-
-    public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
-        let (config, _) = try prepared()
-        try checkPositions(startPosition, count)
-        // Decode steps split the keys over many workgroups (attention_split.comp), which reads the
-        // Float16 cache 8 values at a time; prompts take 32 queries a workgroup (attention.comp).
-        let physical = context.device.physical
-        let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
-            && physical.subgroupSize >= 8 && splitWidth % 8 == 0
-        let (promptWidth, promptQueries, promptShared) = (PromptAttention.threads, PromptAttention.queries, PromptAttention.sharedBytes)
-        if !split {
-            guard config.headDimension % 8 == 0, config.headDimension <= PromptAttention.maxHeadDimension else {
-                throw BackendError.unsupportedWeight(name: "attention", reason:
-                    "head dimension \(config.headDimension): the GPU's prompt attention needs a multiple of 8 up to "
-                    + "\(PromptAttention.maxHeadDimension); use --cpu")
-            }
-            guard physical.maxWorkgroupInvocations >= promptWidth, physical.sharedMemoryBytes >= promptShared else {
-                throw BackendError.unsupportedWeight(name: "attention", reason:
-                    "\(physical.name) lacks what the prompt attention needs (\(promptWidth) invocations, \(promptShared) bytes of "
-                    + "shared memory); use --cpu")
-            }
-        }
-        let slot = try parameterSlot(UInt32(startPosition))
-        guard let partials, let finishedCounts, let cosines, let sines else { throw BackendError.notPrepared }
-        let constants = AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
-                                           kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
-                                           context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot(),
-                                           chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks),
-                                           rotary: UInt32(rotaryDimensions))
-        let caches = [BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])]
-        guard split else {
-            let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                                specialization: [UInt32(promptWidth)])
-            try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
-                         constants, groups: ((count + promptQueries - 1) / promptQueries, config.headCount, 1))
-            return
-        }
-        // The RoPE-and-cache queued just before for these queries is done by the attention itself.
-        let rotation = lastRotation.flatMap { queued in
-            queued.index == stream.queued.count - 1 && queued.queries === queries && queued.layer == layer
-                && queued.startPosition == startPosition && queued.count == count ? queued : nil
-        }
-        if rotation != nil { stream.removeLast() }
-        let input = try gpu(rotation?.qkv ?? queries).buffer
-        var bindings = [BufferBinding(input)] + caches + [BufferBinding(partials), BufferBinding(parameters), BufferBinding(try gpu(out).buffer),
-                                                          BufferBinding(finishedCounts)]
-        if rotation != nil {
-            bindings += [BufferBinding(cosines), BufferBinding(sines), BufferBinding(try gpu(queries).buffer)]
-        }
-        let pipeline = try context.pipeline(rotation != nil ? ShaderLibrary.attentionSplitRope : ShaderLibrary.attentionSplit,
-                                            bindings: bindings.count, pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                            specialization: [UInt32(splitWidth)])
-        try dispatch(pipeline, bindings, constants, groups: (attentionChunks, config.headCount, count))
-    }
-
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
         try elementwise(ShaderLibrary.siluGate, gateUp, out, count: count, width: out.columns)
         if count == 1, gateUp.columns == 2 * out.columns {
@@ -440,7 +365,7 @@ public final class GPUBackend: ProfilingBackend {
     }
 
     /// Stores a per-step value where the shaders read it; returns its slot for the push constants.
-    private func parameterSlot(_ value: UInt32) throws -> UInt32 {
+    func parameterSlot(_ value: UInt32) throws -> UInt32 {
         if parametersUsed == parameterCapacity { try flush() }
         parameters.mapped!.storeBytes(of: value, toByteOffset: parametersUsed * 4, as: UInt32.self)
         parametersUsed += 1
@@ -467,7 +392,7 @@ public final class GPUBackend: ProfilingBackend {
         try stream.finish(fullBarriers: fullBarriers)
     }
 
-    private func prepared() throws -> (ModelConfig, Buffer) {
+    func prepared() throws -> (ModelConfig, Buffer) {
         guard let config, let tokens else { throw BackendError.notPrepared }
         return (config, tokens)
     }
@@ -484,7 +409,7 @@ public final class GPUBackend: ProfilingBackend {
         return tensor
     }
 
-    private func checkPositions(_ start: Int, _ count: Int) throws {
+    func checkPositions(_ start: Int, _ count: Int) throws {
         try BackendError.checkPositions(start, count, limit: contextLength)
     }
 }

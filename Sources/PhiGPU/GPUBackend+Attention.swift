@@ -1,0 +1,85 @@
+import PhiModel
+import PhiShaders
+import VulkanKit
+
+extension GPUBackend {
+    /// RoPE of the queries and keys of `count` tokens from `startPosition`, with the keys and values
+    /// written to layer `layer`'s cache (rope_cache.comp); a decode step's is taken over by the split
+    /// attention that follows it.
+    public func rotateAndCache(qkv: BackendTensor, layer: Int, startPosition: Int, count: Int, queries: BackendTensor) throws {
+        let (config, _) = try prepared()
+        try checkPositions(startPosition, count)
+        guard let cosines, let sines else { throw BackendError.notPrepared }
+        let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 7, pushConstantSize: MemoryLayout<RopeConstants>.size,
+                                            specialization: [256])
+        let slot = try parameterSlot(UInt32(startPosition))
+        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension / 2
+        try dispatch(pipeline, [BufferBinding(try gpu(qkv).buffer), BufferBinding(cosines), BufferBinding(sines),
+                                BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer]),
+                                BufferBinding(parameters)],
+                     RopeConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
+                                   kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
+                                   rotary: UInt32(rotaryDimensions), context: UInt32(contextLength)),
+                     groups: ((total + 255) / 256, 1, 1))
+        if count <= splitTokens {
+            lastRotation = QueuedRotation(index: stream.queued.count - 1, qkv: qkv, queries: queries, layer: layer,
+                                          startPosition: startPosition, count: count)
+        }
+    }
+
+    /// Causal attention of `count` queries over the cache up to their positions: split over the keys
+    /// for decode steps (attention_split.comp), 32 queries a workgroup for prompts (attention.comp).
+    public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
+        let (config, _) = try prepared()
+        try checkPositions(startPosition, count)
+        // Decode steps split the keys over many workgroups (attention_split.comp), which reads the
+        // Float16 cache 8 values at a time; prompts take 32 queries a workgroup (attention.comp).
+        let physical = context.device.physical
+        let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
+            && physical.subgroupSize >= 8 && splitWidth % 8 == 0
+        let (promptWidth, promptQueries, promptShared) = (PromptAttention.threads, PromptAttention.queries, PromptAttention.sharedBytes)
+        if !split {
+            guard config.headDimension % 8 == 0, config.headDimension <= PromptAttention.maxHeadDimension else {
+                throw BackendError.unsupportedWeight(name: "attention", reason:
+                    "head dimension \(config.headDimension): the GPU's prompt attention needs a multiple of 8 up to "
+                    + "\(PromptAttention.maxHeadDimension); use --cpu")
+            }
+            guard physical.maxWorkgroupInvocations >= promptWidth, physical.sharedMemoryBytes >= promptShared else {
+                throw BackendError.unsupportedWeight(name: "attention", reason:
+                    "\(physical.name) lacks what the prompt attention needs (\(promptWidth) invocations, \(promptShared) bytes of "
+                    + "shared memory); use --cpu")
+            }
+        }
+        let slot = try parameterSlot(UInt32(startPosition))
+        guard let partials, let finishedCounts, let cosines, let sines else { throw BackendError.notPrepared }
+        let constants = AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
+                                           kvHeads: UInt32(config.kvHeadCount), headDimension: UInt32(config.headDimension),
+                                           context: UInt32(contextLength), scale: 1 / Float(config.headDimension).squareRoot(),
+                                           chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks),
+                                           rotary: UInt32(rotaryDimensions))
+        let caches = [BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])]
+        guard split else {
+            let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                                specialization: [UInt32(promptWidth)])
+            try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
+                         constants, groups: ((count + promptQueries - 1) / promptQueries, config.headCount, 1))
+            return
+        }
+        // The RoPE-and-cache queued just before for these queries is done by the attention itself.
+        let rotation = lastRotation.flatMap { queued in
+            queued.index == stream.queued.count - 1 && queued.queries === queries && queued.layer == layer
+                && queued.startPosition == startPosition && queued.count == count ? queued : nil
+        }
+        if rotation != nil { stream.removeLast() }
+        let input = try gpu(rotation?.qkv ?? queries).buffer
+        var bindings = [BufferBinding(input)] + caches + [BufferBinding(partials), BufferBinding(parameters), BufferBinding(try gpu(out).buffer),
+                                                          BufferBinding(finishedCounts)]
+        if rotation != nil {
+            bindings += [BufferBinding(cosines), BufferBinding(sines), BufferBinding(try gpu(queries).buffer)]
+        }
+        let pipeline = try context.pipeline(rotation != nil ? ShaderLibrary.attentionSplitRope : ShaderLibrary.attentionSplit,
+                                            bindings: bindings.count, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                            specialization: [UInt32(splitWidth)])
+        try dispatch(pipeline, bindings, constants, groups: (attentionChunks, config.headCount, count))
+    }
+}
