@@ -38,11 +38,11 @@ public final class GPUBackend: ProfilingBackend {
     var cosines: Buffer?                      // (contextLength, rotary / 2) Float32, scaled
     var sines: Buffer?                        // (contextLength, rotary / 2) Float32, scaled
     var rotaryDimensions = 0
-    private var tokens: Buffer?                       // (tokenCapacity) Int32, host-visible
+    private var tokens: Buffer?                       // (tokenCapacity) Int32, host-written (GPU memory where mappable)
     private let tokenCapacity = 4096
     private var tokensUsed = 0
     private var readback: Buffer?                     // host-visible staging for `read`
-    let parameters: Buffer                    // (parameterCapacity) UInt32, host-visible: positions
+    let parameters: Buffer                    // (parameterCapacity) UInt32, host-written: positions
     private let parameterCapacity = 1024
     private var parametersUsed = 0
 
@@ -73,7 +73,7 @@ public final class GPUBackend: ProfilingBackend {
         self.context = context
         stream = try CommandStream(device: context.device, segmentLength: segmentLength)
         rmsNormKernel = try RMSNormKernel(context: context)
-        parameters = try Buffer(device: context.device, byteCount: parameterCapacity * 4, location: .hostVisible, label: "parameters")
+        parameters = try Buffer(device: context.device, byteCount: parameterCapacity * 4, location: .hostWritten, label: "parameters")
     }
 
     // MARK: Preparing a model
@@ -173,7 +173,7 @@ public final class GPUBackend: ProfilingBackend {
                                          label: "decode product parts finished")
         try partCountBuffer.fill(0)
         partCounts = partCountBuffer
-        tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostVisible, label: "tokens")
+        tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostWritten, label: "tokens")
         self.config = config
         self.contextLength = contextLength
     }

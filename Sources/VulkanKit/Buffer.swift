@@ -2,11 +2,18 @@ import CVulkan
 import Foundation
 
 /// A storage buffer with its own memory: device-local (fast for the GPU, filled through staged
-/// uploads) or host-visible (mapped for the buffer's whole life, for staging and read-back).
+/// uploads) or host-visible (mapped for the buffer's whole life, for staging, read-back and small
+/// values the host writes for the GPU).
 public final class Buffer: @unchecked Sendable {
     /// Where the buffer's memory lives.
     public enum Location: Sendable {
-        case deviceLocal, hostVisible
+        /// GPU memory the host cannot map.
+        case deviceLocal
+        /// Mapped memory the host reads fast (cached where possible): staging and read-back.
+        case hostVisible
+        /// Mapped memory the GPU reads fast: GPU memory the host can map where the device has it
+        /// (resizable BAR), else host memory. For small values the host writes and shaders read.
+        case hostWritten
     }
 
     public let handle: VkBuffer
@@ -35,8 +42,12 @@ public final class Buffer: @unchecked Sendable {
         var requirements = VkMemoryRequirements()
         vkGetBufferMemoryRequirements(device.handle, buffer, &requirements)
         let hostFlags = VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue)
-        let required = location == .deviceLocal ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue) : hostFlags
-        let preferred = location == .hostVisible ? hostFlags | VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_CACHED_BIT.rawValue) : required
+        let deviceFlag = VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue)
+        let (required, preferred) = switch location {
+        case .deviceLocal: (deviceFlag, deviceFlag)
+        case .hostVisible: (hostFlags, hostFlags | VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_CACHED_BIT.rawValue))
+        case .hostWritten: (hostFlags, hostFlags | deviceFlag)
+        }
         guard let typeIndex = device.memoryType(typeBits: requirements.memoryTypeBits, required: required, preferred: preferred) else {
             vkDestroyBuffer(device.handle, buffer, nil)
             throw VulkanError(call: "vkAllocateMemory(\(label))", message: "the device has no suitable memory type")
@@ -54,7 +65,7 @@ public final class Buffer: @unchecked Sendable {
         }
         do {
             try check(vkBindBufferMemory(device.handle, buffer, memory, 0), "vkBindBufferMemory(\(label))")
-            if location == .hostVisible {
+            if location != .deviceLocal {
                 var pointer: UnsafeMutableRawPointer?
                 try check(vkMapMemory(device.handle, memory, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &pointer), "vkMapMemory(\(label))")
                 mapped = pointer
