@@ -31,7 +31,8 @@
 // 8-bit weights are unpacked in Float32 with one AND-OR per value: (word & mask) | 0x4B000000 read
 // as a float is 2^23 plus the value times 2^e, so the staged x is pre-multiplied by 2^-e.
 // Prologues fuse the operation that produced x into the staging, so that it needs no dispatch of
-// its own (workgroup 0 also writes the x it computed, so the result is the same as unfused):
+// its own (the x computed is also written, by workgroup 0 for PROLOGUE_SILU and by the first
+// workgroups, a vec4 an invocation, for PROLOGUE_NORM, so the result is the same as unfused):
 //   PROLOGUE_NORM: x = RMSNorm(input row) · norm_weight (needs columns <= CHUNK; the norm's scale
 //                  multiplies the results instead of x)
 //   PROLOGUE_SILU: x = silu(gate) · up, the input row being gate | up (2 · columns values)
@@ -338,10 +339,10 @@ void main() {
         }
     }
 #ifdef PROLOGUE_NORM
-    if (writes_prologue) {  // the normalised x, as the unfused RMSNorm writes it
-        for (uint v = gl_LocalInvocationIndex; v < columns4; v += gl_WorkGroupSize.x) {
-            prologue_out[pc.input_row * columns4 + v] = x[x_base + v] * norm_scale * norm_weight[v];
-        }
+    // The normalised x, as the unfused RMSNorm writes it, one vec4 per invocation from workgroup 0 on.
+    for (uint v = gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationIndex; v < columns4;
+         v += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+        prologue_out[pc.input_row * columns4 + v] = x[x_base + v] * norm_scale * norm_weight[v];
     }
 #endif
     if (parts == 1) {
