@@ -200,7 +200,9 @@ void main() {
 #else
     const uint x_base = pc.input_row * columns4;      // in vec4s
 #endif
-    const bool writes_prologue = gl_WorkGroupID.x == 0;
+#ifdef PROLOGUE_SILU
+    const bool writes_prologue = gl_WorkGroupID.x == 0;  // writes the x it computes
+#endif
 #ifdef PROLOGUE_NORM
     // RMSNorm's scale multiplies the results rather than x: Σ x² is gathered while x is staged and
     // added up after the staging barrier, so no pass over x and no barrier come before the staging.
