@@ -28,12 +28,11 @@ extension GPUBackend {
     }
 
     /// Causal attention of `count` queries over the cache up to their positions: split over the keys
-    /// for decode steps (attention_split.comp), 32 queries a workgroup for prompts (attention.comp).
+    /// for decode steps (attention_split.comp, reading the Float16 cache 8 values at a time), 32
+    /// queries a workgroup for prompts (attention.comp).
     public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
         let (config, _) = try prepared()
         try checkPositions(startPosition, count)
-        // Decode steps split the keys over many workgroups (attention_split.comp), which reads the
-        // Float16 cache 8 values at a time; prompts take 32 queries a workgroup (attention.comp).
         let physical = context.device.physical
         let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
             && physical.subgroupSize >= 8 && splitWidth % 8 == 0

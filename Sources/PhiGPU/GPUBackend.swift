@@ -20,29 +20,29 @@ public final class GPUBackend: ProfilingBackend {
     var config: ModelConfig?
     var contextLength = 0
     private var matrices: [WeightName: GPUMatrix] = [:]
-    private var norms: [WeightName: Buffer] = [:]    // (hiddenSize) Float32 each
-    var keyCache: [Buffer] = []               // per layer: (kvHeads, contextLength, headDim) Float16
-    var valueCache: [Buffer] = []             // per layer: (kvHeads, contextLength, headDim) Float16
-    var partials: Buffer?                     // (splitTokens, heads, chunks, headDim + 4) Float32: split attention
-    var finishedCounts: Buffer?               // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
+    private var norms: [WeightName: Buffer] = [:]     // (hiddenSize) Float32 each
+    var keyCache: [Buffer] = []                       // per layer: (kvHeads, contextLength, headDim) Float16
+    var valueCache: [Buffer] = []                     // per layer: (kvHeads, contextLength, headDim) Float16
+    var partials: Buffer?                             // (splitTokens, heads, chunks, headDim + 4) Float32: split attention
+    var finishedCounts: Buffer?                       // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
     var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
     var attentionChunkSize = 0
     var attentionChunks = 0
-    let splitTokens = 4                       // queries up to this many use split (decode) attention
+    let splitTokens = 4                               // queries up to this many use split (decode) attention
     /// Keys per chunk of the split attention instead of the policy's (tests set it before `prepare`
     /// to reach every path of attention_split.comp).
     var attentionKeysPerChunk: Int?
-    var splitWidth: Int { min(128, context.device.physical.maxWorkgroupInvocations) }  // its workgroup size
-    var cosines: Buffer?                      // (contextLength, rotary / 2) Float32, scaled
-    var sines: Buffer?                        // (contextLength, rotary / 2) Float32, scaled
+    var splitWidth: Int { min(128, context.device.physical.maxWorkgroupInvocations) } // its workgroup size
+    var cosines: Buffer?                              // (contextLength, rotary / 2) Float32, scaled
+    var sines: Buffer?                                // (contextLength, rotary / 2) Float32, scaled
     var rotaryDimensions = 0
     private var tokens: Buffer?                       // (tokenCapacity) Int32, host-written (GPU memory where mappable)
     private let tokenCapacity = 4096
     private var tokensUsed = 0
     private var readback: Buffer?                     // host-visible staging for `read`
-    let parameters: Buffer                    // (parameterCapacity) UInt32, host-written: positions
+    let parameters: Buffer                            // (parameterCapacity) UInt32, host-written: positions
     private let parameterCapacity = 1024
     private var parametersUsed = 0
 
