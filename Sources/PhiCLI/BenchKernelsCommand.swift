@@ -9,12 +9,14 @@ import PhiModel
 struct BenchKernels: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kernels",
-        abstract: "Time each matrix product of a model's layer at its real shapes, checked first.",
+        abstract: "Time each matrix product of a model's layer, and a prompt's attention, at real shapes, checked first.",
         discussion: """
             For 1 token (decode: matrix × vector) and for a prompt batch (matrix × matrix), each \
-            product's output is compared with the CPU reference before it is timed. Reported: time \
-            per call, effective GB/s (weights, inputs and outputs moved), the percentage of \
-            the streaming-read bandwidth measured in the same run (GPU or CPU), and TFLOP/s.
+            product's output is compared with the CPU reference before it is timed; for a prompt, so \
+            is its causal attention (from position 0, on a sample of its queries). Reported: time \
+            per call, effective GB/s (weights, inputs and outputs moved; for attention the cached \
+            keys and values once), the percentage of the streaming-read bandwidth measured in the \
+            same run (GPU or CPU; not for attention), and TFLOP/s.
 
             Examples:
               phi-gpu bench kernels

@@ -22,7 +22,8 @@ public enum KernelBenchmark {
         public var relativeError: Double
     }
 
-    /// The products of a layer and the LM head, for `tokens` tokens (1 = decode). Timed calls cycle
+    /// The products of a layer and the LM head, for `tokens` tokens (1 = decode), and for prompts
+    /// (more than 1 token) the attention after qkv. Timed calls of products cycle
     /// through the products of `layers` layers, so the weights are read from memory, not from a
     /// cache that would hold one layer's matrix (50 MB of L2 on an H100).
     public static func run(config: ModelConfig, backend: any InferenceBackend, tokensList: [Int] = [1, 512],
@@ -67,6 +68,8 @@ public enum KernelBenchmark {
             ("lm head", { _ in .lmHead }, normed),
         ]
         var rows: [Row] = []
+        let queries = try backend.makeTensor(rows: maxTokens, columns: config.headCount * config.headDimension)
+        let attended = try backend.makeTensor(rows: maxTokens, columns: config.headCount * config.headDimension)
         for tokens in tokensList {
             for (name, weightOf, input) in products {
                 let weight = weightOf(0)
@@ -108,8 +111,77 @@ public enum KernelBenchmark {
                                 percentOfBandwidth: bandwidth.map { 100 * gigabytesPerSecond * 1e9 / $0 },
                                 teraflops: 2 * Double(matrix.rows * matrix.columns * tokens) / seconds / 1e12,
                                 relativeError: relativeError))
+                if name == "qkv", tokens > 1 { // a prompt's attention, over the rows qkv just wrote
+                    rows.append(try promptAttention(config: config, backend: backend, tokens: tokens, qkv: output, queries: queries,
+                                                    into: attended, rotary: RotaryEmbedding(config: oneLayer, contextLength: maxTokens + 1),
+                                                    iterations: count))
+                }
             }
         }
         return rows
+    }
+
+    /// Tolerance of the prompt attention against the CPU, relative to the output's largest
+    /// magnitude: the cooperative kernel rounds the queries and probabilities to Float16, and the
+    /// cache holds keys and values in Float16 (the GPU tests use the same).
+    public static let attentionTolerance = 3e-3
+
+    /// The attention of a prompt of `tokens` tokens from position 0 over layer 0's cache: `qkv`
+    /// (tokens, qkvRows) rotated and cached, then attended; checked on a sample of queries
+    /// against the CPU reference, then timed (the attention alone).
+    static func promptAttention(config: ModelConfig, backend: any InferenceBackend, tokens: Int, qkv: BackendTensor,
+                                queries: BackendTensor, into out: BackendTensor, rotary: RotaryEmbedding,
+                                iterations: Int) throws -> Row {
+        let (heads, kvHeads, dimension) = (config.headCount, config.kvHeadCount, config.headDimension)
+        let width = heads * dimension, kvWidth = kvHeads * dimension
+        try backend.rotateAndCache(qkv: qkv, layer: 0, startPosition: 0, count: tokens, queries: queries)
+        try backend.attention(queries: queries, layer: 0, startPosition: 0, count: tokens, into: out)
+        let got = try backend.read(out, rows: 0..<tokens)
+        let values = try backend.read(qkv, rows: 0..<tokens) // (tokens, qkvRows): q, k, v
+        let rowWidth = values.count / tokens
+        var keys: [Float] = [], cached: [Float] = [] // (tokens, kvHeads, headDim): rotated keys, values
+        for t in 0..<tokens {
+            let row = values[(t * rowWidth)..<((t + 1) * rowWidth)]
+            keys += CPUReference.rope(Array(row.dropFirst(width).prefix(kvWidth)), heads: kvHeads, headDimension: dimension,
+                                      position: t, rotary: rotary)
+            cached += row.dropFirst(width + kvWidth).prefix(kvWidth)
+        }
+        // Every 37th query, and the last three (the edge of the last tile).
+        let sample = Array(Set(Array(stride(from: 0, to: tokens, by: 37)) + Array(max(0, tokens - 3)..<tokens))).sorted()
+        var error = 0.0, scale = 0.0
+        for t in sample {
+            let row = values[(t * rowWidth)..<((t + 1) * rowWidth)]
+            let query = CPUReference.rope(Array(row.prefix(width)), heads: heads, headDimension: dimension, position: t, rotary: rotary)
+            let expected = CPUReference.attention(query: query, keys: Array(keys.prefix((t + 1) * kvWidth)),
+                                                  values: Array(cached.prefix((t + 1) * kvWidth)),
+                                                  headCount: heads, kvHeadCount: kvHeads, headDimension: dimension)
+            scale = max(scale, Double(expected.map(abs).max() ?? 0))
+            error = max(error, zip(got[(t * width)..<((t + 1) * width)], expected).map { Double(abs($0 - $1)) }.max() ?? 0)
+        }
+        let relativeError = error / max(scale, 1e-30)
+        guard relativeError < attentionTolerance else {
+            throw BackendError.unsupportedWeight(name: "attention", reason:
+                "\(backend.name) differs from the CPU reference by \(relativeError) (relative) at \(tokens) tokens; not timing it")
+        }
+        let clock = ContinuousClock()
+        let profiler = backend as? any ProfilingBackend
+        profiler?.profiling = true
+        let start = clock.now
+        for _ in 0..<iterations {
+            try backend.attention(queries: queries, layer: 0, startPosition: 0, count: tokens, into: out)
+        }
+        _ = try backend.read(out, rows: 0..<1)
+        var seconds = Generator.seconds(clock.now - start) / Double(iterations)
+        if let profiler {
+            profiler.profiling = false
+            let kernels = profiler.lastProfile.filter { $0.name != "copy" }
+            seconds = kernels.reduce(0) { $0 + $1.seconds } / Double(max(1, kernels.reduce(0) { $0 + $1.dispatches }))
+        }
+        // The cached keys and values once (Float16), the queries in and the outputs out (Float32).
+        let pairs = Double(tokens * (tokens + 1) / 2)
+        let bytes = Double(2 * 2 * tokens * kvWidth + 2 * 4 * tokens * width)
+        return Row(name: "attention", shape: "\(heads)x\(dimension)", tokens: tokens, microsecondsPerCall: seconds * 1e6,
+                   gigabytesPerSecond: bytes / seconds / 1e9, percentOfBandwidth: nil,
+                   teraflops: 4 * Double(heads * dimension) * pairs / seconds / 1e12, relativeError: relativeError)
     }
 }

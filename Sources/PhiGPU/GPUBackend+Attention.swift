@@ -28,27 +28,17 @@ extension GPUBackend {
     }
 
     /// Causal attention of `count` queries over the cache up to their positions: split over the keys
-    /// for decode steps (attention_split.comp, reading the Float16 cache 8 values at a time), 32
-    /// queries a workgroup for prompts (attention.comp).
+    /// for decode steps (attention_split.comp, reading the Float16 cache 8 values at a time); for
+    /// prompts, tiles of queries on cooperative matrices where the device has them
+    /// (attention_coopmat.comp), else in Float32 (attention.comp).
     public func attention(queries: BackendTensor, layer: Int, startPosition: Int, count: Int, into out: BackendTensor) throws {
         let (config, _) = try prepared()
         try checkPositions(startPosition, count)
         let physical = context.device.physical
         let split = count <= splitTokens && config.headDimension % 8 == 0 && splitWidth >= config.headDimension / 8
             && physical.subgroupSize >= 8 && splitWidth % 8 == 0
-        let (promptWidth, promptQueries, promptShared) = (PromptAttention.threads, PromptAttention.queries, PromptAttention.sharedBytes)
-        if !split {
-            guard config.headDimension % 8 == 0, config.headDimension <= PromptAttention.maxHeadDimension else {
-                throw BackendError.unsupportedWeight(name: "attention", reason:
-                    "head dimension \(config.headDimension): the GPU's prompt attention needs a multiple of 8 up to "
-                    + "\(PromptAttention.maxHeadDimension); use --cpu")
-            }
-            guard physical.maxWorkgroupInvocations >= promptWidth, physical.sharedMemoryBytes >= promptShared else {
-                throw BackendError.unsupportedWeight(name: "attention", reason:
-                    "\(physical.name) lacks what the prompt attention needs (\(promptWidth) invocations, \(promptShared) bytes of "
-                    + "shared memory); use --cpu")
-            }
-        }
+        let prompt = split ? nil : try PromptAttention.choose(device: context.device, headDimension: config.headDimension,
+                                                             forced: promptAttentionKind)
         let slot = try parameterSlot(UInt32(startPosition))
         guard let partials, let finishedCounts, let cosines, let sines else { throw BackendError.notPrepared }
         let constants = AttentionConstants(count: UInt32(count), positionSlot: slot, heads: UInt32(config.headCount),
@@ -57,11 +47,11 @@ extension GPUBackend {
                                            chunkSize: UInt32(attentionChunkSize), chunks: UInt32(attentionChunks),
                                            rotary: UInt32(rotaryDimensions))
         let caches = [BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])]
-        guard split else {
-            let pipeline = try context.pipeline(ShaderLibrary.attention, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                                specialization: [UInt32(promptWidth)])
+        if let prompt {
+            let pipeline = try context.pipeline(prompt.shader, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                                specialization: prompt.kind == .scalar ? [UInt32(prompt.threads)] : [])
             try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
-                         constants, groups: ((count + promptQueries - 1) / promptQueries, config.headCount, 1))
+                         constants, groups: ((count + prompt.queries - 1) / prompt.queries, config.headCount, 1))
             return
         }
         // The RoPE-and-cache queued just before for these queries is done by the attention itself.

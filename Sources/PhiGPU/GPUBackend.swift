@@ -34,6 +34,8 @@ public final class GPUBackend: ProfilingBackend {
     /// Keys per chunk of the split attention instead of the policy's (tests set it before `prepare`
     /// to reach every path of attention_split.comp).
     var attentionKeysPerChunk: Int?
+    /// The prompt attention to use instead of the chosen one (tests, to run every kernel the device has).
+    var promptAttentionKind: PromptAttention.Kind?
     var splitWidth: Int { min(128, context.device.physical.maxWorkgroupInvocations) } // its workgroup size
     var cosines: Buffer?                              // (contextLength, rotary / 2) Float32, scaled
     var sines: Buffer?                                // (contextLength, rotary / 2) Float32, scaled

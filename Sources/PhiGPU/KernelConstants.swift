@@ -51,7 +51,7 @@ struct RopeConstants {
     var context: UInt32
 }
 
-/// `AttentionConstants` of Shaders/attention.comp and Shaders/attention_split.comp.
+/// `AttentionConstants` of Shaders/attention.comp, attention_coopmat.comp and attention_split.comp.
 struct AttentionConstants {
     var count: UInt32
     var positionSlot: UInt32
@@ -97,6 +97,7 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.siluGate, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
+    (ShaderLibrary.attentionCoopmat, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionSplit, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionSplitRope, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.streamRead, MemoryLayout<StreamReadConstants>.size),

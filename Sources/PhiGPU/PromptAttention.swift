@@ -1,20 +1,109 @@
-/// The shape of the prompt attention (Shaders/attention.comp) as its variant in
-/// Shaders/variants.json defines it (`THREADS`, `K_BLOCK`, `MAX_HEAD_DIM`; a test compares them):
-/// what `GPUBackend` dispatches and checks a device against.
-enum PromptAttention {
+import PhiModel
+import PhiShaders
+import VulkanKit
+
+/// A prompt (prefill) attention kernel as its variant in Shaders/variants.json defines it
+/// (`THREADS`, `K_BLOCK`, `MAX_HEAD_DIM`; a test compares them): what `GPUBackend` dispatches and
+/// checks a device against.
+struct PromptAttention: Sendable {
+    enum Kind: String, Sendable, CaseIterable {
+        /// Shaders/attention.comp: Float32 arithmetic, 32 queries a workgroup, on every device.
+        case scalar
+        /// Shaders/attention_coopmat.comp: NV cooperative matrices, 16 queries a subgroup.
+        case cooperativeMatrix
+    }
+
+    let kind: Kind
+    let shader: ShaderBinary
     /// Invocations per workgroup.
-    static let threads = 256
-    /// Keys staged per step.
-    static let keyBlock = 16
-    /// The largest head dimension it takes (a multiple of 8).
-    static let maxHeadDimension = 128
-    /// Queries per workgroup: 8 invocations each.
-    static var queries: Int { threads / 8 }
-    /// Shared memory it declares: the staged queries (a vec2 per pair of dimensions) and keys and
-    /// values (a Float16 pair per word), rows padded by one element; the block's probabilities
-    /// (padded); each invocation's running max and sum.
-    static var sharedBytes: Int {
-        let stride = maxHeadDimension / 2 + 1
-        return queries * stride * 8 + 2 * keyBlock * stride * 4 + queries * (keyBlock + 1) * 4 + 2 * threads * 4
+    let threads: Int
+    /// Keys per step.
+    let keyBlock: Int
+    /// The largest head dimension it takes.
+    let maxHeadDimension: Int
+    /// Queries per workgroup.
+    let queries: Int
+    /// Shared memory it declares.
+    let sharedBytes: Int
+
+    /// Shared memory: the staged queries (a vec2 per pair of dimensions) and keys and values (a
+    /// Float16 pair per word), rows padded by one element; the block's probabilities (padded);
+    /// each invocation's running max and sum.
+    static let scalar: PromptAttention = {
+        let (threads, keyBlock, maxHeadDimension) = (256, 16, 128)
+        let queries = threads / 8, stride = maxHeadDimension / 2 + 1
+        return PromptAttention(kind: .scalar, shader: ShaderLibrary.attention, threads: threads, keyBlock: keyBlock,
+                               maxHeadDimension: maxHeadDimension, queries: queries,
+                               sharedBytes: queries * stride * 8 + 2 * keyBlock * stride * 4 + queries * (keyBlock + 1) * 4 + 2 * threads * 4)
+    }()
+
+    /// Shared memory: the staged keys and values of a block (or, before the first, every
+    /// subgroup's queries) in Float16, rows padded by 8 values; per subgroup S in Float32 and P in
+    /// Float16 (rows padded by 4 and 8) and a factor per query; a 16 × 16 table of row numbers.
+    static let cooperativeMatrix: PromptAttention = {
+        let (threads, keyBlock, maxHeadDimension) = (128, 32, 128)
+        let subgroups = threads / 32
+        let stagedRows = max(2 * keyBlock, 16 * subgroups)
+        return PromptAttention(kind: .cooperativeMatrix, shader: ShaderLibrary.attentionCoopmat, threads: threads, keyBlock: keyBlock,
+                               maxHeadDimension: maxHeadDimension, queries: 16 * subgroups,
+                               sharedBytes: stagedRows * (maxHeadDimension + 8) * 2
+                                   + subgroups * 16 * (4 * (keyBlock + 4) + 2 * (keyBlock + 8) + 4) + 256 * 4)
+    }()
+
+    static func variant(_ kind: Kind) -> PromptAttention {
+        switch kind {
+        case .scalar: scalar
+        case .cooperativeMatrix: cooperativeMatrix
+        }
+    }
+
+    /// Why this kernel cannot run on `device` for heads of `headDimension`, or nil when it can.
+    func unmetNeeds(on device: Device, headDimension: Int) -> String? {
+        let physical = device.physical
+        let multiple = kind == .cooperativeMatrix ? 16 : 8
+        if headDimension % multiple != 0 || headDimension > maxHeadDimension {
+            return "head dimension \(headDimension): it needs a multiple of \(multiple) up to \(maxHeadDimension)"
+        }
+        if physical.maxWorkgroupInvocations < threads || physical.sharedMemoryBytes < sharedBytes {
+            return "\(physical.name) offers \(physical.maxWorkgroupInvocations) invocations and \(physical.sharedMemoryBytes) bytes of "
+                + "shared memory; it needs \(threads) and \(sharedBytes)"
+        }
+        if kind == .cooperativeMatrix,
+           !(device.enabled.cooperativeMatrixNV && device.enabled.float16 && physical.subgroupSize == 32) {
+            return "\(physical.name) lacks VK_NV_cooperative_matrix, Float16 arithmetic or 32-wide subgroups"
+        }
+        return nil
+    }
+
+    /// Picks the prompt attention by hand, for measurements and checks: `scalar` or
+    /// `cooperativeMatrix`; unset, the best that runs.
+    static let environmentVariable = "PHI_GPU_PROMPT_ATTENTION"
+
+    /// The kernel for heads of `headDimension` on `device`: `forced` (tests) or the one the
+    /// environment names, else cooperative matrices where they run, else the scalar kernel. Throws
+    /// with what is missing when none can run, or the named one cannot.
+    static func choose(device: Device, headDimension: Int, forced: Kind? = nil,
+                       environment: [String: String] = PrefillKernel.processEnvironment) throws -> PromptAttention {
+        var requested = forced
+        if requested == nil, let name = environment[environmentVariable], !name.isEmpty {
+            guard let kind = Kind(rawValue: name) else {
+                throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(name)", reason:
+                    "not a prompt attention; use one of " + Kind.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            requested = kind
+        }
+        if let requested {
+            let kernel = variant(requested)
+            if let unmet = kernel.unmetNeeds(on: device, headDimension: headDimension) {
+                throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(requested.rawValue)", reason:
+                    "\(unmet); unset it to choose automatically")
+            }
+            return kernel
+        }
+        if cooperativeMatrix.unmetNeeds(on: device, headDimension: headDimension) == nil { return cooperativeMatrix }
+        if let unmet = scalar.unmetNeeds(on: device, headDimension: headDimension) {
+            throw BackendError.unsupportedWeight(name: "attention", reason: "the GPU's prompt attention cannot run: \(unmet); use --cpu")
+        }
+        return scalar
     }
 }

@@ -198,11 +198,14 @@ final class CommandOutputTests: XCTestCase {
 
         let kernels = try CLIRunner.json(KernelReport.self, ["bench", "kernels", "--model", model.path, "--cpu",
                                                              "--tokens", "1,3", "--iterations", "2", "--output", "json"])
-        XCTAssertEqual(kernels.rows.map(\.tokens), [1, 1, 1, 1, 1, 3, 3, 3, 3, 3])
+        XCTAssertEqual(kernels.rows.map(\.tokens), [1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3])
         XCTAssertEqual(kernels.rows.prefix(5).map(\.name), ["qkv", "attention output", "gate·up", "down", "lm head"])
+        XCTAssertEqual(kernels.rows.dropFirst(5).map(\.name), ["qkv", "attention", "attention output", "gate·up", "down", "lm head"],
+                       "a prompt's attention follows its qkv")
+        XCTAssertEqual(kernels.rows[6].shape, "4x16", "heads x head dimension")
         XCTAssertEqual(kernels.rows[0].shape, "192x64")
         XCTAssertEqual(kernels.rows[4].shape, "32064x64")
-        XCTAssertTrue(kernels.rows.allSatisfy { $0.relativeError < 1e-3 && $0.microsecondsPerCall > 0 })
+        XCTAssertTrue(kernels.rows.allSatisfy { $0.relativeError < 1e-3 && $0.microsecondsPerCall > 0 }, "\(kernels.rows)")
     }
 
     func testBenchTokenizerReportsBothTexts() throws {

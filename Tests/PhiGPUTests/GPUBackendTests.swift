@@ -157,49 +157,57 @@ final class GPUBackendTests: XCTestCase {
         (phi4Heads.headCount, phi4Heads.kvHeadCount, phi4Heads.headDimension) = (24, 8, 128)
         let cases: [(ModelConfig, Int, Int?)] = [(Self.smallConfig, 512, nil), (Self.smallConfig, 1024, nil), (phi35Heads, 400, nil),
                                                  (phi35Heads, 400, 4), (phi35Heads, 400, 128), (phi4Heads, 400, nil)]
+        let device = try TestGPU.context().device
+        let promptKernels = PromptAttention.Kind.allCases.filter {
+            PromptAttention.variant($0).unmetNeeds(on: device, headDimension: 16) == nil
+        }
         for (config, contextLength, keysPerChunk) in cases {
-            let (backend, weights, rotary) = try backend(config: config, contextLength: contextLength, keysPerChunk: keysPerChunk)
-            let c = weights.config
-            let width = c.headCount * c.headDimension
-            let kvWidth = c.kvHeadCount * c.headDimension
-            var keys: [Float] = []    // (positions, kvHeads, headDim) rotated
-            var values: [Float] = []  // (positions, kvHeads, headDim)
-            var position = 0
-            for count in [7, 1, 3, 300, 1] {
-                let qkvValues = random.floats(count * c.qkvRows, in: -2...2)
-                let qkv = try tensor(backend, qkvValues, rows: count)
-                let queries = try poisoned(backend, rows: count, columns: width)
-                let attended = try poisoned(backend, rows: count, columns: width)
-                // Decode-sized calls: the split attention does the RoPE itself when it directly follows
-                // it (count 1); with 3 tokens the rotated queries are read in between, so both run alone.
-                backend.profiling = count <= 4
-                try backend.rotateAndCache(qkv: qkv, layer: 0, startPosition: position, count: count, queries: queries)
-                if count == 3 {
-                    _ = try backend.read(queries, rows: 0..<count)
-                    XCTAssertEqual(backend.lastProfile.map(\.name).sorted(), ["copy", "ropeCache"])
+            for promptKernel in promptKernels where keysPerChunk == nil || promptKernel == promptKernels[0] {
+                let (backend, weights, rotary) = try backend(config: config, contextLength: contextLength, keysPerChunk: keysPerChunk)
+                backend.promptAttentionKind = promptKernel
+                let c = weights.config
+                let width = c.headCount * c.headDimension
+                let kvWidth = c.kvHeadCount * c.headDimension
+                var keys: [Float] = []    // (positions, kvHeads, headDim) rotated
+                var values: [Float] = []  // (positions, kvHeads, headDim)
+                var position = 0
+                for count in [7, 1, 3, 300, 1] {
+                    let qkvValues = random.floats(count * c.qkvRows, in: -2...2)
+                    let qkv = try tensor(backend, qkvValues, rows: count)
+                    let queries = try poisoned(backend, rows: count, columns: width)
+                    let attended = try poisoned(backend, rows: count, columns: width)
+                    // Decode-sized calls: the split attention does the RoPE itself when it directly follows
+                    // it (count 1); with 3 tokens the rotated queries are read in between, so both run alone.
+                    backend.profiling = count <= 4
+                    try backend.rotateAndCache(qkv: qkv, layer: 0, startPosition: position, count: count, queries: queries)
+                    if count == 3 {
+                        _ = try backend.read(queries, rows: 0..<count)
+                        XCTAssertEqual(backend.lastProfile.map(\.name).sorted(), ["copy", "ropeCache"])
+                    }
+                    try backend.attention(queries: queries, layer: 0, startPosition: position, count: count, into: attended)
+                    let gotQueries = try backend.read(queries, rows: 0..<count)
+                    if count <= 4 {
+                        XCTAssertEqual(backend.lastProfile.map(\.name).sorted(), [count == 1 ? "attentionSplitRope" : "attentionSplit", "copy"])
+                    }
+                    backend.profiling = false
+                    let gotAttention = try backend.read(attended, rows: 0..<count)
+                    var expectedQueries: [Float] = [], expectedAttention: [Float] = []
+                    for t in 0..<count {
+                        let row = Array(qkvValues[(t * c.qkvRows)..<((t + 1) * c.qkvRows)])
+                        let q = CPUReference.rope(Array(row[0..<width]), heads: c.headCount, headDimension: c.headDimension,
+                                                  position: position + t, rotary: rotary)
+                        keys += CPUReference.rope(Array(row[width..<(width + kvWidth)]), heads: c.kvHeadCount,
+                                                  headDimension: c.headDimension, position: position + t, rotary: rotary)
+                        values += row[(width + kvWidth)...]
+                        expectedQueries += q
+                        expectedAttention += CPUReference.attention(query: q, keys: keys, values: values, headCount: c.headCount,
+                                                                    kvHeadCount: c.kvHeadCount, headDimension: c.headDimension)
+                    }
+                    assertClose(gotQueries, expectedQueries, relative: 1e-5, "rope at \(position)+\(count), ctx \(contextLength)")
+                    assertClose(gotAttention, expectedAttention, relative: 3e-3,
+                                "attention at \(position)+\(count), ctx \(contextLength), \(count > 4 ? promptKernel.rawValue : "split")")
+                    position += count
                 }
-                try backend.attention(queries: queries, layer: 0, startPosition: position, count: count, into: attended)
-                let gotQueries = try backend.read(queries, rows: 0..<count)
-                if count <= 4 {
-                    XCTAssertEqual(backend.lastProfile.map(\.name).sorted(), [count == 1 ? "attentionSplitRope" : "attentionSplit", "copy"])
-                }
-                backend.profiling = false
-                let gotAttention = try backend.read(attended, rows: 0..<count)
-                var expectedQueries: [Float] = [], expectedAttention: [Float] = []
-                for t in 0..<count {
-                    let row = Array(qkvValues[(t * c.qkvRows)..<((t + 1) * c.qkvRows)])
-                    let q = CPUReference.rope(Array(row[0..<width]), heads: c.headCount, headDimension: c.headDimension,
-                                              position: position + t, rotary: rotary)
-                    keys += CPUReference.rope(Array(row[width..<(width + kvWidth)]), heads: c.kvHeadCount,
-                                              headDimension: c.headDimension, position: position + t, rotary: rotary)
-                    values += row[(width + kvWidth)...]
-                    expectedQueries += q
-                    expectedAttention += CPUReference.attention(query: q, keys: keys, values: values, headCount: c.headCount,
-                                                                kvHeadCount: c.kvHeadCount, headDimension: c.headDimension)
-                }
-                assertClose(gotQueries, expectedQueries, relative: 1e-5, "rope at \(position)+\(count), ctx \(contextLength)")
-                assertClose(gotAttention, expectedAttention, relative: 3e-3, "attention at \(position)+\(count), ctx \(contextLength)")
-                position += count
             }
         }
         try TestGPU.assertNoValidationErrors()
@@ -282,14 +290,46 @@ final class GPUBackendTests: XCTestCase {
         try TestGPU.assertNoValidationErrors()
     }
 
-    /// The shape `GPUBackend` dispatches the prompt attention with and checks devices against is
-    /// the one its variant is compiled with.
+    /// The shapes `GPUBackend` dispatches the prompt attentions with and checks devices against are
+    /// the ones their variants are compiled with.
     func testPromptAttentionShapeIsTheCompiledOne() throws {
-        let defines = try XCTUnwrap(try VariantsJSON.load().defines(of: ShaderLibrary.attention.name))
-        XCTAssertEqual(defines["THREADS"], "\(PromptAttention.threads)")
-        XCTAssertEqual(defines["K_BLOCK"], "\(PromptAttention.keyBlock)")
-        XCTAssertEqual(defines["MAX_HEAD_DIM"], "\(PromptAttention.maxHeadDimension)")
-        XCTAssertEqual(PromptAttention.sharedBytes, 29_184, "the shader's shared arrays at these defines")
+        let variants = try VariantsJSON.load()
+        for kind in PromptAttention.Kind.allCases {
+            let kernel = PromptAttention.variant(kind)
+            let defines = try XCTUnwrap(variants.defines(of: kernel.shader.name))
+            XCTAssertEqual(defines["THREADS"], "\(kernel.threads)")
+            XCTAssertEqual(defines["K_BLOCK"], "\(kernel.keyBlock)")
+            XCTAssertEqual(defines["MAX_HEAD_DIM"], "\(kernel.maxHeadDimension)")
+        }
+        XCTAssertEqual(PromptAttention.scalar.queries, 32)
+        XCTAssertEqual(PromptAttention.cooperativeMatrix.queries, 64)
+        XCTAssertEqual(PromptAttention.scalar.sharedBytes, 29_184, "attention.comp's shared arrays at these defines")
+        XCTAssertEqual(PromptAttention.cooperativeMatrix.sharedBytes, 33_024, "attention_coopmat.comp's shared arrays at these defines")
+    }
+
+    /// The prompt attention is cooperative exactly where the device offers what it needs; naming
+    /// one that cannot run, or none, is a clear error.
+    func testPromptAttentionChoice() throws {
+        let device = try TestGPU.context().device
+        let cooperative = PromptAttention.cooperativeMatrix.unmetNeeds(on: device, headDimension: 96) == nil
+        XCTAssertEqual(cooperative, device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32)
+        XCTAssertEqual(try PromptAttention.choose(device: device, headDimension: 96, environment: [:]).kind,
+                       cooperative ? .cooperativeMatrix : .scalar)
+        XCTAssertEqual(try PromptAttention.choose(device: device, headDimension: 96, environment: [PromptAttention.environmentVariable: "scalar"]).kind,
+                       .scalar)
+        XCTAssertEqual(try PromptAttention.choose(device: device, headDimension: 72, environment: [:]).kind, .scalar,
+                       "heads that are not a multiple of 16 take the scalar kernel")
+        XCTAssertThrowsError(try PromptAttention.choose(device: device, headDimension: 96,
+                                                        environment: [PromptAttention.environmentVariable: "fastest"])) { error in
+            XCTAssertTrue("\(error)".contains("PHI_GPU_PROMPT_ATTENTION=fastest") && "\(error)".contains("cooperativeMatrix"), "\(error)")
+        }
+        XCTAssertThrowsError(try PromptAttention.choose(device: device, headDimension: 72,
+                                                        environment: [PromptAttention.environmentVariable: "cooperativeMatrix"])) { error in
+            XCTAssertTrue("\(error)".contains("head dimension 72") && "\(error)".contains("multiple of 16"), "\(error)")
+        }
+        XCTAssertThrowsError(try PromptAttention.choose(device: device, headDimension: 200, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("head dimension 200") && "\(error)".contains("--cpu"), "\(error)")
+        }
     }
 
     func testNotEnoughMemoryIsAClearError() throws {
