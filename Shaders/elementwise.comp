@@ -3,18 +3,31 @@
 // Elementwise operations, one invocation per output element, chosen by OPERATION:
 //   OPERATION_ADD:       a[i] += b[i]                                   (count · width elements)
 //   OPERATION_SILU_GATE: out[t, j] = silu(a[t, j]) · a[t, width + j]    a: (count, 2 · width)
+//   OPERATION_TO_HALF:   halves[i] = a[offset + 2i], a[offset + 2i + 1] as a Float16 pair
+//                        (count · width / 2 pairs; width even)
 #include "common.glsl"
 
 layout(std430, binding = 0) buffer First { float a[]; };
+#ifdef OPERATION_TO_HALF
+layout(std430, binding = 1) writeonly buffer Second { uint halves[]; }; // (count, width / 2) Float16 pairs
+#else
 layout(std430, binding = 1) buffer Second { float b[]; };
+#endif
 
 layout(push_constant) uniform ElementwiseConstants {
-    uint count; // rows
-    uint width; // columns of the output
+    uint count;  // rows
+    uint width;  // columns of the output
+    uint offset; // elements of `a` before the first row read (OPERATION_TO_HALF)
 } pc;
 
 void main() {
     const uint index = gl_GlobalInvocationID.x;
+#if defined(OPERATION_TO_HALF)
+    if (index < pc.count * pc.width / 2) {
+        halves[index] = packHalf2x16(vec2(a[pc.offset + 2 * index], a[pc.offset + 2 * index + 1]));
+    }
+    return;
+#endif
     if (index >= pc.count * pc.width) {
         return;
     }
@@ -26,7 +39,7 @@ void main() {
     const float gate = a[t * 2 * pc.width + j];
     const float up = a[t * 2 * pc.width + pc.width + j];
     b[index] = gate / (1.0 + exp(-gate)) * up;
-#else
-#error OPERATION_ADD or OPERATION_SILU_GATE must be defined
+#elif !defined(OPERATION_TO_HALF)
+#error OPERATION_ADD, OPERATION_SILU_GATE or OPERATION_TO_HALF must be defined
 #endif
 }

@@ -6,7 +6,8 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
 // Prefill product out[t, r] = Σ_c x[t, c] · W[r, c] on NV cooperative matrices: Float16 inputs
-// (x converted and W dequantized to Float16 while staging in shared memory), Float32 sums.
+// (x converted to Float16 beforehand by elementwise.comp's OPERATION_TO_HALF, W dequantized to
+// Float16 while staging in shared memory), Float32 sums.
 // Uses 16×16×16 Float16 → Float32 products, the shape NVIDIA's drivers offer on every GPU with
 // VK_NV_cooperative_matrix (not queried), and 32-invocation subgroups (the Swift side checks the
 // device's subgroup size). A workgroup of WARPS_T × WARPS_R subgroups computes a TILE_TOKENS ×
@@ -16,7 +17,9 @@
 // Staging works in chunks of 8 columns, one uvec4 of 8 Float16 in shared memory: a chunk of W is
 // one packed word at 4 bits (two at 8), dequantized two values at a time in Float16 arithmetic
 // (each value q is made exact as the Float16 1024 + q, less 1024, then scale · q + bias in one
-// fma, rounded once as before); a chunk of x is two vec4s. Each invocation loads its chunks of
+// fma, rounded once as before); a chunk of x is one uvec4 as it is in memory. (x in Float32,
+// converted here, made every workgroup read twice the bytes from L2: that traffic, not the
+// products, was most of the time.) Each invocation loads its chunks of
 // the next step into registers while the subgroups multiply the current one. Whole 16×16 blocks
 // of out are stored straight to memory; blocks on the edges go through shared memory with bounds
 // checks. Any tokens and rows; columns a multiple of 8.
@@ -37,6 +40,7 @@
 #endif
 layout(local_size_x = THREADS) in;
 
+#define X_F16
 #include "prefill.glsl"
 
 shared uvec4 x_tile[TILE_TOKENS * STRIDE];        // (TILE_TOKENS, TILE_K + 8) Float16: x
@@ -97,7 +101,7 @@ void main() {
     }
     uvec2 words[W_CHUNKS];       // this invocation's chunks of W for the next step
     f16vec2 scale_bias[W_CHUNKS];
-    vec4 xs[X_CHUNKS][2];        // and of x
+    uvec4 xs[X_CHUNKS];          // and of x
     Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
     Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
     for (uint k0 = 0; k0 < pc.columns; k0 += TILE_K) {
@@ -108,8 +112,7 @@ void main() {
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                xs[i][0] = load_x(token0 + index / CHUNKS_PER_ROW, 2 * (index % CHUNKS_PER_ROW));
-                xs[i][1] = load_x(token0 + index / CHUNKS_PER_ROW, 2 * (index % CHUNKS_PER_ROW) + 1);
+                xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, index % CHUNKS_PER_ROW);
             }
         }
         [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
@@ -118,8 +121,7 @@ void main() {
         }
         [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
             const uint index = tid + i * THREADS;
-            x_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] =
-                uvec4(packHalf2x16(xs[i][0].xy), packHalf2x16(xs[i][0].zw), packHalf2x16(xs[i][1].xy), packHalf2x16(xs[i][1].zw));
+            x_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] = xs[i];
         }
         barrier();
         const uint next = k0 + TILE_K;
@@ -130,8 +132,7 @@ void main() {
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                xs[i][0] = load_x(token0 + index / CHUNKS_PER_ROW, next / 4 + 2 * (index % CHUNKS_PER_ROW));
-                xs[i][1] = load_x(token0 + index / CHUNKS_PER_ROW, next / 4 + 2 * (index % CHUNKS_PER_ROW) + 1);
+                xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW);
             }
         }
         [[unroll]] for (uint k = 0; k < CHUNKS_PER_ROW; k += 2) { // 16 columns a product

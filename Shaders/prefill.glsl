@@ -6,7 +6,11 @@
 // Reads outside W and x give zeros, so the edges of the last tiles need no other care.
 #include "quantized.glsl"
 
+#ifdef X_F16
+layout(std430, binding = 0) readonly buffer Input { uvec4 x[]; };      // (tokens, columns / 8) Float16: x converted (x_to_half)
+#else
 layout(std430, binding = 0) readonly buffer Input { vec4 x[]; };       // (tokens, columns) Float32
+#endif
 layout(std430, binding = 1) readonly buffer Packed { uint packed[]; }; // (rows, columns · BITS / 32)
 layout(std430, binding = 2) readonly buffer Scales { uint scales[]; }; // (rows, columns / group) Float16 pairs
 layout(std430, binding = 3) readonly buffer Biases { uint biases[]; }; // (rows, columns / group) Float16 pairs
@@ -52,6 +56,15 @@ float dequantized(StagedWord w, uint j) {
     return w.scale * float((w.bits >> (BITS * j)) & VALUE_MASK) + w.bias;
 }
 
+#ifdef X_F16
+// Columns 8·chunk ..< 8·chunk + 8 of token `token` of this product, Float16; zeros outside x.
+uvec4 load_x(uint token, uint chunk) {
+    if (token >= pc.tokens || chunk >= pc.columns / 8) {
+        return uvec4(0u);
+    }
+    return x[(pc.input_row + token) * (pc.columns / 8) + chunk];
+}
+#else
 // Columns 4·quad ..< 4·quad + 4 of token `token` of this product; zeros outside x.
 vec4 load_x(uint token, uint quad) {
     if (token >= pc.tokens || quad >= pc.columns / 4) {
@@ -72,3 +85,4 @@ void stage_tiles(uint tid, uint row0, uint token0, uint k0, out StagedWord words
         xs[i] = load_x(token0 + index / (TILE_K / 4), k0 / 4 + index % (TILE_K / 4));
     }
 }
+#endif

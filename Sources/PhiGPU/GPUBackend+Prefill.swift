@@ -163,15 +163,39 @@ extension GPUBackend {
         return true
     }
 
-    /// Queues out (rows.count, out.columns) = x[rows] (rows.count, columns) · Wᵀ with `kernel`.
+    /// Queues the conversion of rows `rows` of x to Float16 (toHalf) into `halfInputs`, grown when
+    /// needed, and returns it: (rows.count, x.columns / 2) "Float32" values, each the bits of a
+    /// pair of Float16 (columns 2j, 2j + 1 in its low and high halves).
+    func queueHalfConversion(_ x: BackendTensor, rows: Range<Int>) throws -> GPUTensor {
+        let columns = x.columns / 2
+        if halfInputs == nil || halfInputs!.buffer.byteCount < rows.count * columns * 4 {
+            // Commands queued with the smaller buffer hold on to it until they have run.
+            halfInputs = try gpu(try makeTensor(rows: rows.count, columns: columns))
+        }
+        guard let halves = halfInputs else { throw BackendError.notPrepared }
+        let pipeline = try context.pipeline(ShaderLibrary.toHalf, bindings: 2, pushConstantSize: MemoryLayout<ElementwiseConstants>.size,
+                                            specialization: [256])
+        try dispatch(pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(halves.buffer)],
+                     ElementwiseConstants(count: UInt32(rows.count), width: UInt32(x.columns), offset: UInt32(rows.lowerBound * x.columns)),
+                     groups: ((rows.count * columns + 255) / 256, 1, 1))
+        return halves
+    }
+
+    /// Queues out (rows.count, out.columns) = x[rows] (rows.count, columns) · Wᵀ with `kernel`. The
+    /// cooperative kernel reads x in Float16: rows `rows` are converted into `halfInputs` first.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
                             kernel: PrefillKernel) throws {
+        var input = try gpu(x).buffer
+        var inputRow = rows.lowerBound
+        if kernel.kind == .cooperativeMatrix {
+            (input, inputRow) = (try queueHalfConversion(x, rows: rows).buffer, 0)
+        }
         let pipeline = try context.pipeline(kernel.shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,
                                             specialization: [])
         let constants = MatmulConstants(rows: UInt32(weight.rows), columns: UInt32(weight.columns), tokens: UInt32(rows.count),
-                                        inputRow: UInt32(rows.lowerBound), groupSize: UInt32(weight.groupSize),
+                                        inputRow: UInt32(inputRow), groupSize: UInt32(weight.groupSize),
                                         outputStride: UInt32(out.columns))
-        try dispatch(pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(weight.packed), BufferBinding(weight.scales),
+        try dispatch(pipeline, [BufferBinding(input), BufferBinding(weight.packed), BufferBinding(weight.scales),
                                 BufferBinding(weight.biases), BufferBinding(try gpu(out).buffer)],
                      constants,
                      groups: ((weight.rows + kernel.tileRows - 1) / kernel.tileRows,

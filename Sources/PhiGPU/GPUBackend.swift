@@ -27,6 +27,7 @@ public final class GPUBackend: ProfilingBackend {
     var finishedCounts: Buffer?                       // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
+    var halfInputs: GPUTensor?                        // (tokens, columns / 2) Float16 pairs: x of a cooperative prefill product, grown on demand
     var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
     var attentionChunkSize = 0
     var attentionChunks = 0

@@ -38,6 +38,8 @@ struct EmbedConstants {
 struct ElementwiseConstants {
     var count: UInt32
     var width: UInt32
+    /// Elements of the input before the first row read (toHalf only).
+    var offset: UInt32 = 0
 }
 
 /// `RopeConstants` of Shaders/rope_cache.comp.
@@ -95,6 +97,7 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.embedQ8, MemoryLayout<EmbedConstants>.size),
     (ShaderLibrary.add, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.siluGate, MemoryLayout<ElementwiseConstants>.size),
+    (ShaderLibrary.toHalf, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionCoopmat, MemoryLayout<AttentionConstants>.size),

@@ -51,6 +51,25 @@ final class PrefillMatmulTests: XCTestCase {
                             packed: packed, scales: scales, biases: biases)
     }
 
+    /// The cooperative product's input, x converted to Float16 (elementwise.comp's
+    /// OPERATION_TO_HALF), on every device: rows 2..<7 of x, each value rounded as Swift's
+    /// Float16(_:) rounds it (to nearest even; past the largest Float16, to infinity).
+    func testPrefillInputsConvertToFloat16() throws {
+        let backend = try GPUBackend(context: try TestGPU.context())
+        let (rows, columns) = (9, 40)
+        let values = (0..<(rows * columns)).map { i in i == 100 ? 1e6 : Float.random(in: -3...3, using: &random) * Float(1 + i % 7) }
+        let x = try XCTUnwrap(try backend.makeTensor(rows: rows, columns: columns) as? GPUTensor)
+        try x.buffer.upload(values)
+        let halves = try backend.queueHalfConversion(x, rows: 2..<7)
+        XCTAssertEqual(halves.columns, columns / 2)
+        let pairs = try backend.read(halves, rows: 0..<5).map(\.bitPattern)
+        let got = pairs.flatMap { [Float(Float16(bitPattern: UInt16($0 & 0xFFFF))), Float(Float16(bitPattern: UInt16($0 >> 16)))] }
+        let expected = values[(2 * columns)..<(7 * columns)].map { Float(Float16($0)) }
+        XCTAssertEqual(got, Array(expected), "seed \(seed)")
+        XCTAssertTrue(got.contains(.infinity), "1e6 is past Float16's range")
+        try TestGPU.assertNoValidationErrors()
+    }
+
     /// The variants to test on this device, with their tolerance.
     func variantsToTest(bits: Int, device: Device) -> [(PrefillKernel, Float)] {
         let cooperative = PrefillKernel.cooperativeTiles.compactMap { PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: $0.name) }
