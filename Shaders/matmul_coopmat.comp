@@ -50,11 +50,13 @@ shared float out_blocks[WARPS_T * WARPS_R * 256]; // (subgroups, 16, 16) Float32
 #define Accumulator fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define Operand fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
-// Chunk `chunk` (columns 8·chunk ..< 8·chunk + 8) of W's row `row`: its words, scale and bias; zeros outside W.
-void load_w_chunk(uint row, uint chunk, out uvec2 words, out f16vec2 scale_bias) {
+// Chunk `chunk` (columns 8·chunk ..< 8·chunk + 8) of W's row `row`: its words, and its group's
+// scale and bias when `new_group` (else those of the invocation's previous chunk, the same group);
+// zeros outside W.
+void load_w_chunk(uint row, uint chunk, bool new_group, out uvec2 words, inout f16vec2 scale_bias) {
     words = uvec2(0u);
-    scale_bias = f16vec2(0.0hf);
     if (row >= pc.rows || chunk >= pc.columns / 8) {
+        scale_bias = f16vec2(0.0hf);
         return;
     }
     const uint word = row * (pc.columns / VALUES_PER_WORD) + chunk * WORDS_PER_CHUNK;
@@ -62,8 +64,10 @@ void load_w_chunk(uint row, uint chunk, out uvec2 words, out f16vec2 scale_bias)
 #if BITS == 8
     words.y = packed[word + 1];
 #endif
-    const uint group = row * (pc.columns / pc.group_size) + chunk * 8 / pc.group_size;
-    scale_bias = f16vec2(unpackFloat2x16(scales[group >> 1])[group & 1u], unpackFloat2x16(biases[group >> 1])[group & 1u]);
+    if (new_group) {
+        const uint group = row * (pc.columns / pc.group_size) + chunk * 8 / pc.group_size;
+        scale_bias = f16vec2(unpackFloat2x16(scales[group >> 1])[group & 1u], unpackFloat2x16(biases[group >> 1])[group & 1u]);
+    }
 }
 
 // The 8 values of a chunk of W as Float16 pairs: scale · q + bias.
@@ -100,7 +104,7 @@ void main() {
         }
     }
     uvec2 words[W_CHUNKS];       // this invocation's chunks of W for the next step
-    f16vec2 scale_bias[W_CHUNKS];
+    f16vec2 scale_bias[W_CHUNKS]; // and their groups' scale and bias (an invocation's chunks keep their rows from step to step)
     uvec4 xs[X_CHUNKS];          // and of x
     Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
     Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
@@ -108,7 +112,7 @@ void main() {
         if (k0 == 0) {
             [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                load_w_chunk(row0 + index / CHUNKS_PER_ROW, index % CHUNKS_PER_ROW, words[i], scale_bias[i]);
+                load_w_chunk(row0 + index / CHUNKS_PER_ROW, index % CHUNKS_PER_ROW, true, words[i], scale_bias[i]);
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
@@ -126,9 +130,11 @@ void main() {
         barrier();
         const uint next = k0 + TILE_K;
         if (next < pc.columns) { // in flight while this step computes
+            // A group of 64 columns spans two steps of 32: its scale and bias are read once, at its start.
+            const bool new_group = next % pc.group_size == 0 || pc.group_size % TILE_K != 0;
             [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                load_w_chunk(row0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW, words[i], scale_bias[i]);
+                load_w_chunk(row0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW, new_group, words[i], scale_bias[i]);
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
