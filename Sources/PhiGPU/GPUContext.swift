@@ -55,6 +55,11 @@ public final class GPUContext: @unchecked Sendable {
             let made = try ComputePipeline(device: device, name: shader.name, spirv: shader.words, bindingCount: bindings,
                                            pushConstantSize: pushConstantSize, specialization: specialization)
             pipelines[key] = made
+            let statistics = try made.statistics()
+            if !statistics.isEmpty { // PHI_GPU_SHADER_STATISTICS=1
+                let constants = specialization.isEmpty ? "" : " \(specialization)"
+                FileHandle.standardError.write(Data("phi-gpu: shader \(shader.name)\(constants): \(statistics.joined(separator: ", "))\n".utf8))
+            }
             return made
         }
     }

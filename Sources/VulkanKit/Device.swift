@@ -12,6 +12,11 @@ public final class Device: @unchecked Sendable {
     public let queueFamily: UInt32
     /// The features that were actually enabled (a subset of `physical.features`).
     public let enabled: PhysicalDevice.Features
+    /// Whether pipelines keep the driver's statistics of their compiled code (registers, shared
+    /// memory…) for `ComputePipeline.statistics()`: set `PHI_GPU_SHADER_STATISTICS=1` on a device
+    /// with VK_KHR_pipeline_executable_properties.
+    public let capturesStatistics: Bool
+    public static let statisticsVariable = "PHI_GPU_SHADER_STATISTICS"
     let memoryProperties: VkPhysicalDeviceMemoryProperties
     private let lock = NSLock()
     private var transientPool: CommandPool?
@@ -45,6 +50,13 @@ public final class Device: @unchecked Sendable {
             extensions.append("VK_KHR_shader_integer_dot_product")
         }
         if physical.extensions.contains("VK_KHR_portability_subset") { extensions.append("VK_KHR_portability_subset") }
+        let capturesStatistics = ProcessInfo.processInfo.environment[Self.statisticsVariable] == "1"
+            && physical.extensions.contains("VK_KHR_pipeline_executable_properties")
+        self.capturesStatistics = capturesStatistics
+        if capturesStatistics { extensions.append("VK_KHR_pipeline_executable_properties") }
+        var executableInfo = VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR()
+        executableInfo.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR
+        executableInfo.pipelineExecutableInfo = 1
 
         var vulkan11 = VkPhysicalDeviceVulkan11Features()
         vulkan11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES
@@ -71,7 +83,9 @@ public final class Device: @unchecked Sendable {
         let result: VkResult = withUnsafeMutablePointer(to: &vulkan11) { p11 in
             withUnsafeMutablePointer(to: &vulkan12) { p12 in
                 withUnsafeMutablePointer(to: &cooperativeNV) { pNV in withUnsafeMutablePointer(to: &dotProduct) { pDot in
+                  withUnsafeMutablePointer(to: &executableInfo) { pExecutable in
                     var chain: [UnsafeMutableRawPointer] = [UnsafeMutableRawPointer(p11), UnsafeMutableRawPointer(p12)]
+                    if capturesStatistics { chain.append(UnsafeMutableRawPointer(pExecutable)) }
                     if enabled.cooperativeMatrixNV { chain.append(UnsafeMutableRawPointer(pNV)) }
                     if enabled.integerDotProduct { chain.append(UnsafeMutableRawPointer(pDot)) }
                     if enabled.cooperativeMatrixKHR { chain.append(cooperativeKHR) }
@@ -102,6 +116,7 @@ public final class Device: @unchecked Sendable {
                             }
                         }
                     }
+                  }
                 } }
             }
         }

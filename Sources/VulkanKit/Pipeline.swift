@@ -105,6 +105,7 @@ public final class ComputePipeline: @unchecked Sendable {
                         info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
                         info.stage = stage
                         info.layout = layout
+                        if device.capturesStatistics { info.flags = VkPipelineCreateFlags(VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR.rawValue) }
                         return vkCreateComputePipelines(device.handle, nil, 1, &info, nil, &pipeline)
                     }
                 }
@@ -124,5 +125,36 @@ public final class ComputePipeline: @unchecked Sendable {
         vkDestroyPipelineLayout(device.handle, layout, nil)
         vkDestroyDescriptorSetLayout(device.handle, setLayout, nil)
         vkDestroyShaderModule(device.handle, shaderModule, nil)
+    }
+}
+
+extension ComputePipeline {
+    /// The driver's statistics of the compiled shader ("name: value" lines, e.g. its register
+    /// count), when the device captures them (`Device.capturesStatistics`); empty otherwise.
+    public func statistics() throws -> [String] {
+        guard device.capturesStatistics,
+              let address = vkGetDeviceProcAddr(device.handle, "vkGetPipelineExecutableStatisticsKHR") else { return [] }
+        let get = unsafeBitCast(address, to: PFN_vkGetPipelineExecutableStatisticsKHR.self)
+        var info = VkPipelineExecutableInfoKHR()
+        info.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR
+        info.pipeline = handle
+        info.executableIndex = 0
+        var count: UInt32 = 0
+        try check(get(device.handle, &info, &count, nil), "vkGetPipelineExecutableStatisticsKHR(\(name))")
+        var entries = [VkPipelineExecutableStatisticKHR](repeating: VkPipelineExecutableStatisticKHR(), count: Int(count))
+        for index in entries.indices { entries[index].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR }
+        try check(get(device.handle, &info, &count, &entries), "vkGetPipelineExecutableStatisticsKHR(\(name))")
+        return entries.prefix(Int(count)).map { entry in
+            var entry = entry
+            let label = withUnsafeBytes(of: &entry.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let value: String
+            switch entry.format {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: value = entry.value.b32 != 0 ? "true" : "false"
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: value = "\(entry.value.i64)"
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: value = "\(entry.value.u64)"
+            default: value = "\(entry.value.f64)"
+            }
+            return "\(label): \(value)"
+        }
     }
 }
