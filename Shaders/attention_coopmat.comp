@@ -25,7 +25,7 @@
 #define SUBGROUP 32
 #define WARPS (THREADS / SUBGROUP)
 #define KEY_TILES (K_BLOCK / 16)          // 16-key column blocks of S, row blocks of V
-#define MAX_DIM_TILES (MAX_HEAD_DIM / 16) // 16-dimension blocks of Q, K, V and O
+#define MAX_DIM_TILES (MAX_HEAD_DIM / 16) // 16-dimension blocks of Q, K, V and O at most
 #define ROW_CHUNKS (MAX_HEAD_DIM / 8)     // uvec4s (8 Float16) of a row of Q, K or V at most
 #define STRIDE (ROW_CHUNKS + 1)           // uvec4s between staged rows: padded by 16 bytes against bank conflicts
 #define TILE_CHUNKS ((K_BLOCK * ROW_CHUNKS + THREADS - 1) / THREADS) // uvec4s of K (and of V) each invocation stages
@@ -33,6 +33,9 @@
 #define P_STRIDE (K_BLOCK + 8)            // Float16 between rows of P (16-byte multiples)
 #define STAGED_ROWS (2 * K_BLOCK > 16 * WARPS ? 2 * K_BLOCK : 16 * WARPS)
 layout(local_size_x = THREADS) in;
+// headDim / 16, a specialization constant (id 0) set by the Swift side, so that a subgroup holds
+// only the blocks of Q and O the model's heads have (registers decide how many subgroups run).
+layout(constant_id = 0) const uint DIM_TILES = MAX_DIM_TILES;
 
 layout(std430, binding = 0) readonly buffer Queries { vec4 queries[]; };       // (count, heads · headDim) Float32
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };            // (kvHeads, context, headDim) Float16
@@ -69,7 +72,6 @@ void main() {
     const uint lane = gl_SubgroupInvocationID;
     const uint head = gl_WorkGroupID.y;
     const uint kv_head = head / (pc.heads / pc.kv_heads);
-    const uint dim_tiles = pc.head_dim / 16;
     const uint row_chunks = pc.head_dim / 8;
     const uint width = pc.heads * pc.head_dim; // floats between query rows
     const uint start = parameters[pc.position_slot];
@@ -93,16 +95,16 @@ void main() {
         staged[staged_queries + row * STRIDE + chunk] = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
     }
     barrier();
-    Operand q[MAX_DIM_TILES]; // (16 queries, 16 dimensions) blocks of Q
-    [[unroll]] for (uint j = 0; j < MAX_DIM_TILES; ++j) {
-        if (has_queries && j < dim_tiles) {
+    Operand q[DIM_TILES]; // (16 queries, 16 dimensions) blocks of Q
+    [[unroll]] for (uint j = 0; j < DIM_TILES; ++j) {
+        if (has_queries) {
             coopMatLoadNV(q[j], staged, staged_queries + 2 * j, STRIDE, false);
         }
     }
     Accumulator row_of;
     coopMatLoadNV(row_of, row_numbers, 0, 16, false);
-    Accumulator o[MAX_DIM_TILES]; // (16 queries, 16 dimensions) blocks of O, unnormalised
-    [[unroll]] for (uint j = 0; j < MAX_DIM_TILES; ++j) {
+    Accumulator o[DIM_TILES]; // (16 queries, 16 dimensions) blocks of O, unnormalised
+    [[unroll]] for (uint j = 0; j < DIM_TILES; ++j) {
         o[j] = Accumulator(0.0);
     }
 
@@ -147,12 +149,10 @@ void main() {
 
         [[unroll]] for (uint t = 0; t < KEY_TILES; ++t) {
             Accumulator s = Accumulator(0.0);
-            [[unroll]] for (uint j = 0; j < MAX_DIM_TILES; ++j) {
-                if (j < dim_tiles) {
-                    Operand k; // (16 dimensions, 16 keys) of Kᵀ: key rows read column-major
-                    coopMatLoadNV(k, staged, 16 * t * STRIDE + 2 * j, STRIDE, true);
-                    s = coopMatMulAddNV(q[j], k, s);
-                }
+            [[unroll]] for (uint j = 0; j < DIM_TILES; ++j) {
+                Operand k; // (16 dimensions, 16 keys) of Kᵀ: key rows read column-major
+                coopMatLoadNV(k, staged, 16 * t * STRIDE + 2 * j, STRIDE, true);
+                s = coopMatMulAddNV(q[j], k, s);
             }
             coopMatStoreNV(s, scores, scores_base + 16 * t, S_STRIDE, false);
         }
@@ -186,22 +186,18 @@ void main() {
         subgroupMemoryBarrierShared();
         subgroupBarrier();
 
-        [[unroll]] for (uint j = 0; j < MAX_DIM_TILES; ++j) {
-            if (j < dim_tiles) {
-                [[unroll]] for (int e = 0; e < o[j].length(); ++e) {
-                    o[j][e] *= row_factor[warp * 16 + uint(row_of[e])];
-                }
+        [[unroll]] for (uint j = 0; j < DIM_TILES; ++j) {
+            [[unroll]] for (int e = 0; e < o[j].length(); ++e) {
+                o[j][e] *= row_factor[warp * 16 + uint(row_of[e])];
             }
         }
         [[unroll]] for (uint t = 0; t < KEY_TILES; ++t) {
             Operand p; // (16 queries, 16 keys) of P
             coopMatLoadNV(p, p_tile, p_base + 16 * t, P_STRIDE, false);
-            [[unroll]] for (uint j = 0; j < MAX_DIM_TILES; ++j) {
-                if (j < dim_tiles) {
-                    Operand v; // (16 keys, 16 dimensions) of V
-                    coopMatLoadNV(v, staged, (K_BLOCK + 16 * t) * STRIDE + 2 * j, STRIDE, false);
-                    o[j] = coopMatMulAddNV(p, v, o[j]);
-                }
+            [[unroll]] for (uint j = 0; j < DIM_TILES; ++j) {
+                Operand v; // (16 keys, 16 dimensions) of V
+                coopMatLoadNV(v, staged, (K_BLOCK + 16 * t) * STRIDE + 2 * j, STRIDE, false);
+                o[j] = coopMatMulAddNV(p, v, o[j]);
             }
         }
         subgroupBarrier(); // P and the factors are read before the next block writes them
@@ -216,25 +212,23 @@ void main() {
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     const uint out_base = first_query * width + head * pc.head_dim;
-    [[unroll]] for (uint j = 0; j < MAX_DIM_TILES; ++j) {
-        if (j < dim_tiles) {
-            [[unroll]] for (int e = 0; e < o[j].length(); ++e) {
-                o[j][e] *= row_factor[warp * 16 + uint(row_of[e])];
-            }
-            if (queries_here == 16) {
-                coopMatStoreNV(o[j], y, out_base + 16 * j, width, false);
-            } else { // the prompt's last rows: through shared memory, with bounds
-                coopMatStoreNV(o[j], scores, scores_base, S_STRIDE, false);
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                for (uint e = lane; e < 256; e += SUBGROUP) {
-                    if (e / 16 < queries_here) {
-                        y[out_base + (e / 16) * width + 16 * j + e % 16] = scores[scores_base + (e / 16) * S_STRIDE + e % 16];
-                    }
+    [[unroll]] for (uint j = 0; j < DIM_TILES; ++j) {
+        [[unroll]] for (int e = 0; e < o[j].length(); ++e) {
+            o[j][e] *= row_factor[warp * 16 + uint(row_of[e])];
+        }
+        if (queries_here == 16) {
+            coopMatStoreNV(o[j], y, out_base + 16 * j, width, false);
+        } else { // the prompt's last rows: through shared memory, with bounds
+            coopMatStoreNV(o[j], scores, scores_base, S_STRIDE, false);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            for (uint e = lane; e < 256; e += SUBGROUP) {
+                if (e / 16 < queries_here) {
+                    y[out_base + (e / 16) * width + 16 * j + e % 16] = scores[scores_base + (e / 16) * S_STRIDE + e % 16];
                 }
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
             }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
         }
     }
 }

@@ -49,7 +49,7 @@ extension GPUBackend {
         let caches = [BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])]
         if let prompt {
             let pipeline = try context.pipeline(prompt.shader, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                                specialization: prompt.kind == .scalar ? [UInt32(prompt.threads)] : [])
+                                                specialization: [UInt32(prompt.kind == .scalar ? prompt.threads : config.headDimension / 16)])
             try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
                          constants, groups: ((count + prompt.queries - 1) / prompt.queries, config.headCount, 1))
             return

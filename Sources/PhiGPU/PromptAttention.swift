@@ -9,7 +9,8 @@ struct PromptAttention: Sendable {
     enum Kind: String, Sendable, CaseIterable {
         /// Shaders/attention.comp: Float32 arithmetic, 32 queries a workgroup, on every device.
         case scalar
-        /// Shaders/attention_coopmat.comp: NV cooperative matrices, 16 queries a subgroup.
+        /// Shaders/attention_coopmat.comp: NV cooperative matrices, 16 queries a subgroup (specialized
+        /// to the head dimension: constant 0 is headDim / 16).
         case cooperativeMatrix
     }
 
