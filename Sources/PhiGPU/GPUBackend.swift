@@ -14,6 +14,10 @@ import VulkanKit
 public final class GPUBackend: ProfilingBackend {
     public let context: GPUContext
     public var name: String { "gpu (\(context.device.physical.name))" }
+    /// Prompts go through the layers 512 tokens at a time: the cooperative-matrix products run
+    /// 128-token tiles, and on an H200 a 512-token pass ran 11,800 t/s against about 3,400 in 64-token
+    /// chunks (BENCHMARKS.md, eighth session).
+    public var preferredBatch: Int { 512 }
     /// Called while weights upload: (bytes sent, bytes in all).
     public var uploadProgress: ((Int, Int) -> Void)?
 

@@ -119,6 +119,10 @@ public protocol InferenceBackend: AnyObject {
     /// A short name for messages and benchmarks, e.g. "cpu (2 threads)".
     var name: String { get }
 
+    /// Prompt tokens the forward pass gives the backend at once unless told otherwise: as many as
+    /// its prompt kernels use well (64 unless the backend says more).
+    var preferredBatch: Int { get }
+
     /// Takes the model (uploading or preparing weights once) and allocates a KV cache of
     /// `contextLength` positions. `rotary` holds the RoPE frequencies chosen for that context.
     func prepare(weights: ModelWeights, contextLength: Int, rotary: RotaryEmbedding) throws
@@ -161,6 +165,8 @@ public protocol InferenceBackend: AnyObject {
 }
 
 extension InferenceBackend {
+    public var preferredBatch: Int { 64 }
+
     /// Reads the row back and finds its largest value on the host.
     public func argmax(_ tensor: BackendTensor, row: Int) throws -> Int32 {
         Sampler.argmax(try read(tensor, rows: row..<row + 1))

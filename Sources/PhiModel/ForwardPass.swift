@@ -29,11 +29,14 @@ public final class ForwardPass {
     private let projected: BackendTensor  // (maxBatch, hiddenSize) attention or MLP output
     private let gateUp: BackendTensor     // (maxBatch, 2 × intermediateSize) gate | up
     private let gated: BackendTensor      // (maxBatch, intermediateSize) silu(gate) × up
-    private let logits: BackendTensor     // (maxBatch, vocabularySize)
+    private let logitCapacity: Int         // rows of `logits`: a long prompt's logits come in parts
+    private let logits: BackendTensor     // (logitCapacity, vocabularySize)
 
-    /// Prepares `weights` on `backend` with a KV cache of `contextLength` positions.
+    /// Prepares `weights` on `backend` with a KV cache of `contextLength` positions; prompts go
+    /// through the layers `maxBatch` tokens at a time (the backend's `preferredBatch` unless given).
     public init(weights: ModelWeights, backend: any InferenceBackend, contextLength: Int,
-                maxBatch: Int = 64) throws {
+                maxBatch: Int? = nil) throws {
+        let maxBatch = maxBatch ?? backend.preferredBatch
         let config = weights.config
         guard contextLength > 0, maxBatch > 0 else {
             throw BackendError.badRange(what: "context length and batch", range: 0..<max(contextLength, maxBatch), limit: 1)
@@ -53,7 +56,8 @@ public final class ForwardPass {
         projected = try backend.makeTensor(rows: maxBatch, columns: config.hiddenSize)
         gateUp = try backend.makeTensor(rows: maxBatch, columns: 2 * config.intermediateSize)
         gated = try backend.makeTensor(rows: maxBatch, columns: config.intermediateSize)
-        logits = try backend.makeTensor(rows: maxBatch, columns: config.vocabularySize)
+        logitCapacity = min(maxBatch, 64)
+        logits = try backend.makeTensor(rows: logitCapacity, columns: config.vocabularySize)
     }
 
     /// Forgets the sequence: the next token goes to position 0.
@@ -76,8 +80,9 @@ public final class ForwardPass {
         return next
     }
 
-    /// Runs `tokens` through the model in chunks of at most maxBatch; after each chunk whose logits
-    /// `rows` asks for, `take` gets how many rows of `logits` it holds.
+    /// Runs `tokens` through the model in chunks of at most maxBatch; for each chunk whose logits
+    /// `rows` asks for, its logits are computed logitCapacity rows at a time, and after each part
+    /// `take` gets how many rows of `logits` it holds.
     private func process(_ tokens: [Int32], rows: LogitRows, take: (Int) throws -> Void) throws {
         guard !tokens.isEmpty else { return }
         guard position + tokens.count <= contextLength else {
@@ -92,19 +97,21 @@ public final class ForwardPass {
             let chunk = Array(tokens[start..<min(start + maxBatch, tokens.count)])
             start += chunk.count
             let isLast = start == tokens.count
-            if rows == .all || isLast {
-                let logitRows = rows == .all ? 0..<chunk.count : chunk.count - 1..<chunk.count
-                try run(chunk, logitRows: logitRows)
-                try take(logitRows.count)
-            } else {
-                try run(chunk, logitRows: nil)
+            try run(chunk)
+            guard rows == .all || isLast else { continue }
+            // The final norm, then the LM head at most logitCapacity rows at a time.
+            try backend.rmsNorm(x, weight: .finalNorm, count: chunk.count, into: normed)
+            let wanted = rows == .all ? 0..<chunk.count : chunk.count - 1..<chunk.count
+            for first in stride(from: wanted.lowerBound, to: wanted.upperBound, by: logitCapacity) {
+                let part = first..<min(first + logitCapacity, wanted.upperBound)
+                try backend.matmul(normed, rows: part, weight: .lmHead, into: logits)
+                try take(part.count)
             }
         }
     }
 
-    /// One pass of `tokens` (at most maxBatch) through every layer; logits of `logitRows` (if any)
-    /// into rows 0..<logitRows.count of `logits`.
-    private func run(_ tokens: [Int32], logitRows: Range<Int>?) throws {
+    /// One pass of `tokens` (at most maxBatch) through every layer, into `x`.
+    private func run(_ tokens: [Int32]) throws {
         let n = tokens.count
         let start = position
         try backend.embed(tokens: tokens, into: x)
@@ -124,8 +131,5 @@ public final class ForwardPass {
             try backend.add(projected, count: n, into: x)
         }
         position += n
-        guard let logitRows else { return }
-        try backend.rmsNorm(x, weight: .finalNorm, count: n, into: normed)
-        try backend.matmul(normed, rows: logitRows, weight: .lmHead, into: logits)
     }
 }
