@@ -33,8 +33,9 @@
 #define P_STRIDE (K_BLOCK + 8)            // Float16 between rows of P (16-byte multiples)
 #define STAGED_ROWS (2 * K_BLOCK > 16 * WARPS ? 2 * K_BLOCK : 16 * WARPS)
 layout(local_size_x = THREADS) in;
-// headDim / 16, a specialization constant (id 0) set by the Swift side, so that a subgroup holds
-// only the blocks of Q and O the model's heads have (registers decide how many subgroups run).
+// headDim / 16, a specialization constant (id 0) set by the Swift side: the loops over blocks of
+// dimensions then have a fixed length and no test per block (with a test against headDim / 16
+// from the push constants, the kernel took 112 µs instead of 67 on an H200).
 layout(constant_id = 0) const uint DIM_TILES = MAX_DIM_TILES;
 
 layout(std430, binding = 0) readonly buffer Queries { vec4 queries[]; };       // (count, heads · headDim) Float32

@@ -88,21 +88,8 @@ public enum KernelBenchmark {
                     throw BackendError.unsupportedWeight(name: name, reason: "\(backend.name) differs from the CPU reference by \(relativeError) (relative); not timing it")
                 }
                 let count = iterations(tokens)
-                let clock = ContinuousClock()
-                // A backend that times its kernels gives the device time of the products alone (all the
-                // dispatches of a call: the cooperative prefill product's conversion of x too).
-                let profiler = backend as? any ProfilingBackend
-                profiler?.profiling = true
-                let start = clock.now
-                for call in 0..<count {
+                let seconds = try secondsPerCall(backend: backend, calls: count, reading: output) { call in
                     try backend.matmul(input, rows: 0..<tokens, weight: weightOf(call), into: output)
-                }
-                _ = try backend.read(output, rows: 0..<1)
-                var seconds = Generator.seconds(clock.now - start) / Double(count)
-                if let profiler {
-                    profiler.profiling = false
-                    let kernels = profiler.lastProfile.filter { $0.name != "copy" }
-                    seconds = kernels.reduce(0) { $0 + $1.seconds } / Double(count)
                 }
                 let weightBytes = matrix.packed.byteCount + matrix.scales.byteCount + matrix.biases.byteCount
                 let bytes = Double(weightBytes + 4 * tokens * (matrix.columns + matrix.rows))
@@ -164,19 +151,8 @@ public enum KernelBenchmark {
             throw BackendError.unsupportedWeight(name: "attention", reason:
                 "\(backend.name) differs from the CPU reference by \(relativeError) (relative) at \(tokens) tokens; not timing it")
         }
-        let clock = ContinuousClock()
-        let profiler = backend as? any ProfilingBackend
-        profiler?.profiling = true
-        let start = clock.now
-        for _ in 0..<iterations {
+        let seconds = try secondsPerCall(backend: backend, calls: iterations, reading: out) { _ in
             try backend.attention(queries: queries, layer: 0, startPosition: 0, count: tokens, into: out)
-        }
-        _ = try backend.read(out, rows: 0..<1)
-        var seconds = Generator.seconds(clock.now - start) / Double(iterations)
-        if let profiler {
-            profiler.profiling = false
-            let kernels = profiler.lastProfile.filter { $0.name != "copy" }
-            seconds = kernels.reduce(0) { $0 + $1.seconds } / Double(iterations)
         }
         // The cached keys and values once (Float16), the queries in and the outputs out (Float32).
         let pairs = Double(tokens * (tokens + 1) / 2)
@@ -184,5 +160,25 @@ public enum KernelBenchmark {
         return Row(name: "attention", shape: "\(heads)x\(dimension)", tokens: tokens, microsecondsPerCall: seconds * 1e6,
                    gigabytesPerSecond: bytes / seconds / 1e9, percentOfBandwidth: nil,
                    teraflops: 4 * Double(heads * dimension) * pairs / seconds / 1e12, relativeError: relativeError)
+    }
+
+    /// Seconds per call of `call` (given the call's index), run `calls` times, then `reading` read
+    /// back. A backend that times its kernels gives the device time of the calls alone (all the
+    /// dispatches of a call: the cooperative prefill product's conversion of x too).
+    static func secondsPerCall(backend: any InferenceBackend, calls: Int, reading: BackendTensor,
+                               _ call: (Int) throws -> Void) throws -> Double {
+        let clock = ContinuousClock()
+        let profiler = backend as? any ProfilingBackend
+        profiler?.profiling = true
+        let start = clock.now
+        for index in 0..<calls {
+            try call(index)
+        }
+        _ = try backend.read(reading, rows: 0..<1)
+        let seconds = Generator.seconds(clock.now - start) / Double(calls)
+        guard let profiler else { return seconds }
+        profiler.profiling = false
+        let kernels = profiler.lastProfile.filter { $0.name != "copy" }
+        return kernels.reduce(0) { $0 + $1.seconds } / Double(calls)
     }
 }

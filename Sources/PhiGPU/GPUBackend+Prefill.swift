@@ -168,7 +168,7 @@ extension GPUBackend {
     /// pair of Float16 (columns 2j, 2j + 1 in its low and high halves).
     func queueHalfConversion(_ x: BackendTensor, rows: Range<Int>) throws -> GPUTensor {
         let columns = x.columns / 2
-        if halfInputs == nil || halfInputs!.buffer.byteCount < rows.count * columns * 4 {
+        if (halfInputs?.buffer.byteCount ?? 0) < rows.count * columns * 4 {
             // Commands queued with the smaller buffer hold on to it until they have run.
             halfInputs = try gpu(try makeTensor(rows: rows.count, columns: columns))
         }

@@ -33,10 +33,11 @@ public final class ForwardPass {
     private let logits: BackendTensor     // (logitCapacity, vocabularySize)
 
     /// Prepares `weights` on `backend` with a KV cache of `contextLength` positions; prompts go
-    /// through the layers `maxBatch` tokens at a time (the backend's `preferredBatch` unless given).
+    /// through the layers `maxBatch` tokens at a time (unless given, the backend's `preferredBatch`,
+    /// at most the context).
     public init(weights: ModelWeights, backend: any InferenceBackend, contextLength: Int,
                 maxBatch: Int? = nil) throws {
-        let maxBatch = maxBatch ?? backend.preferredBatch
+        let maxBatch = maxBatch ?? max(1, min(backend.preferredBatch, contextLength))
         let config = weights.config
         guard contextLength > 0, maxBatch > 0 else {
             throw BackendError.badRange(what: "context length and batch", range: 0..<max(contextLength, maxBatch), limit: 1)

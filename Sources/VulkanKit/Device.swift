@@ -83,7 +83,7 @@ public final class Device: @unchecked Sendable {
         let result: VkResult = withUnsafeMutablePointer(to: &vulkan11) { p11 in
             withUnsafeMutablePointer(to: &vulkan12) { p12 in
                 withUnsafeMutablePointer(to: &cooperativeNV) { pNV in withUnsafeMutablePointer(to: &dotProduct) { pDot in
-                  withUnsafeMutablePointer(to: &executableInfo) { pExecutable in
+                withUnsafeMutablePointer(to: &executableInfo) { pExecutable in
                     var chain: [UnsafeMutableRawPointer] = [UnsafeMutableRawPointer(p11), UnsafeMutableRawPointer(p12)]
                     if capturesStatistics { chain.append(UnsafeMutableRawPointer(pExecutable)) }
                     if enabled.cooperativeMatrixNV { chain.append(UnsafeMutableRawPointer(pNV)) }
@@ -116,8 +116,7 @@ public final class Device: @unchecked Sendable {
                             }
                         }
                     }
-                  }
-                } }
+                } } }
             }
         }
         try check(result, "vkCreateDevice(\(physical.name))")
