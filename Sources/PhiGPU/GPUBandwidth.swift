@@ -24,11 +24,10 @@ public enum GPUBandwidth {
         commands.dispatch(pipeline, set: set, constants: StreamReadConstants(count: UInt32(count)), groups: (workgroups, 1, 1))
         commands.writeTimestamp(timestamps, index: 1)
         try commands.end()
-        var best = Double.infinity
-        for _ in 0..<repeats {
+        let best = try fastest(runs: repeats) {
             try context.device.submitAndWait(commands)
             let times = try timestamps.nanoseconds()
-            best = min(best, (times[1] - times[0]) * 1e-9)
+            return (times[1] - times[0]) * 1e-9
         }
         return Double(count * 16) / best
     }
@@ -60,11 +59,28 @@ public enum GPUBandwidth {
         }
         commands.writeTimestamp(timestamps, index: 1)
         try commands.end()
-        var best = Double.infinity
-        for _ in 0..<3 {
+        return try fastest(runs: 3) {
             try context.device.submitAndWait(commands)
             let times = try timestamps.nanoseconds()
-            best = min(best, (times[1] - times[0]) * 1e-9 / Double(dispatches))
+            return (times[1] - times[0]) * 1e-9 / Double(dispatches)
+        }
+    }
+
+    /// The GPU raises its clock only under sustained work: after a pause (the host checking
+    /// results) an H200 ran at 345 instead of 1,980 MHz for the next few milliseconds of kernels,
+    /// 4-5× slower (BENCHMARKS.md, eighth session). So a measurement is repeated for at least this
+    /// long, and the fastest run counts.
+    public static let warmUpSeconds = 0.25
+
+    /// The smallest of `measure`'s results over at least `runs` runs and `warmUpSeconds`.
+    static func fastest(runs: Int, _ measure: () throws -> Double) throws -> Double {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(Int(warmUpSeconds * 1000))
+        var best = Double.infinity
+        var done = 0
+        while done < runs || clock.now < deadline {
+            best = min(best, try measure())
+            done += 1
         }
         return best
     }
