@@ -46,7 +46,9 @@ struct PrefillKernel: Sendable {
     /// 185, 533, 550; 128 × 128 in 8 subgroups, 64 columns a step, and 256 × 128 were slower.
     /// H200: 64 × 128 412, 154, 604, 434; 128 × 64 428, 141, 564, 385 (pp512 8,430-8,476 against
     /// 7,906-7,923); slower there: 64 × 128 in 4 subgroups, 64 × 256, 64 columns a step (both
-    /// tiles), 128 × 64 in 4 subgroups, 256 × 64 (BENCHMARKS.md, sixth session).
+    /// tiles), 128 × 64 in 4 subgroups, 256 × 64 (BENCHMARKS.md, sixth session). With x in Float16
+    /// (eighth session, H200): 128 × 64 295, 123, 456, 318; 64 × 128 347, 141, 529, 395; 64 × 64
+    /// 345, 126, 609, 340; 128 × 128 393, 167, 470, 453.
     static let cooperativeTiles: [CooperativeTile] = [
         CooperativeTile(name: "", tokens: 64, rows: 128, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_64x64", tokens: 64, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
@@ -98,7 +100,7 @@ struct PrefillKernel: Sendable {
         let tileSetting = environment[tileVariable] ?? ""
         let requested = tileSetting.hasPrefix("_") ? String(tileSetting.dropFirst()) : tileSetting
         // The unnamed variant is 64 × 128.
-        let tile = tileSetting.isEmpty ? defaultTile(tokens: tokens) : requested == "64x128" ? "" : "_" + requested
+        let tile = tileSetting.isEmpty ? defaultTile : requested == "64x128" ? "" : "_" + requested
         let tileNames = cooperativeTiles.map { $0.name.isEmpty ? "64x128" : String($0.name.dropFirst()) }.joined(separator: ", ")
         guard cooperativeTiles.contains(where: { $0.name == tile }) else {
             throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tileSetting)", reason:
@@ -137,12 +139,11 @@ struct PrefillKernel: Sendable {
     /// `cooperativeTiles`), for measurements; unset, `defaultTile`.
     static let tileVariable = "PHI_GPU_PREFILL_TILE"
 
-    /// The cooperative-matrix tile for `tokens` tokens: 128 tokens × 64 rows from 128 tokens on,
-    /// else 64 × 128 (`""`), which wastes less of a tile on shorter prompts. 8-bit weights have only
-    /// 64 × 128 and take it whatever this says.
-    static func defaultTile(tokens: Int) -> String {
-        tokens >= 128 ? "_128x64" : ""
-    }
+    /// The cooperative-matrix tile: 128 tokens × 64 rows, at every prompt length. With x in Float16
+    /// it beat 64 × 128 (the choice below 128 tokens before) on an H200 at 32, 64, 100 and 200 tokens:
+    /// pp32 1,852 against 1,707 t/s, pp64 3,589 against 3,246, pp100 5,354 against 4,635. 8-bit
+    /// weights have only 64 × 128 and take it whatever this says.
+    static let defaultTile = "_128x64"
 }
 
 /// `PHI_GPU_PREFILL` or `PHI_GPU_PREFILL_TILE` names a prefill kernel or tile that does not exist

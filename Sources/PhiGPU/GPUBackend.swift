@@ -15,8 +15,8 @@ public final class GPUBackend: ProfilingBackend {
     public let context: GPUContext
     public var name: String { "gpu (\(context.device.physical.name))" }
     /// Prompts go through the layers 512 tokens at a time: the cooperative-matrix products run
-    /// 128-token tiles from 128 tokens on; on an H200 a 426-token prompt ran 9,100-9,300 t/s, against
-    /// 3,000 in 64-token chunks (BENCHMARKS.md, eighth session).
+    /// 128-token tiles; on an H200 a 426-token prompt ran 9,100-9,300 t/s, against 3,000 in
+    /// 64-token chunks (BENCHMARKS.md, eighth session).
     public var preferredBatch: Int { 512 }
     /// Called while weights upload: (bytes sent, bytes in all).
     public var uploadProgress: ((Int, Int) -> Void)?

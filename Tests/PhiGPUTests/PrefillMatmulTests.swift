@@ -178,9 +178,9 @@ final class PrefillMatmulTests: XCTestCase {
         let chosen = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device, environment: none))
         let cooperative = device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32
         XCTAssertEqual(chosen.kind == .cooperativeMatrix, cooperative, "cooperative matrices exactly where the device offers them")
-        XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4_128x64" : "matmulTiledQ4", "128 tokens × 64 rows from 128 tokens on")
-        let shorter = try XCTUnwrap(try PrefillKernel.choose(tokens: 127, bits: 4, columns: 64, device: device, environment: none))
-        XCTAssertEqual(shorter.shader.name, cooperative ? "matmulCoopmatQ4" : "matmulTiledQ4", "64 tokens × 128 rows below 128 tokens")
+        XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4_128x64" : "matmulTiledQ4", "128 tokens × 64 rows")
+        let shorter = try XCTUnwrap(try PrefillKernel.choose(tokens: 9, bits: 4, columns: 64, device: device, environment: none))
+        XCTAssertEqual(shorter.shader.name, chosen.shader.name, "the same tile for short prompts")
         if cooperative {
             let forcedTile = try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, device: device,
                                                       environment: [PrefillKernel.tileVariable: "64x128"])
