@@ -92,8 +92,10 @@ struct PrefillKernel: Sendable {
     /// `device`, or nil to use matmul.comp: cooperative matrices where the device offers them, else
     /// the Float32 tiles. Throws when `PHI_GPU_PREFILL` names a kernel that does not exist or cannot
     /// run here, or `PHI_GPU_PREFILL_TILE` a tile that does not exist (8-bit weights, which have
-    /// only the default tile, take the default when the variable is not forcing cooperativeMatrix). Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens: cooperative 61-86
-    /// TFLOP/s (after unrolling its loops: 23-29 without), Float32 tiles 19-25, matmul.comp 6-7.
+    /// only 128 × 64 and 64 × 128, take the default for other tiles when the variable is not
+    /// forcing cooperativeMatrix). Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens
+    /// (x in Float32 then): cooperative 61-86 TFLOP/s (after unrolling its loops: 23-29 without),
+    /// Float32 tiles 19-25, matmul.comp 6-7.
     static func choose(tokens: Int, bits: Int, columns: Int, device: Device,
                        environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
         guard tokens >= minimumTokens, bits == 4 || bits == 8 else { return nil }
@@ -114,7 +116,7 @@ struct PrefillKernel: Sendable {
             }
             guard let chosen = variant(kind, bits: bits, tile: kind == .cooperativeMatrix ? tile : "") else {
                 throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tileSetting)", reason:
-                    "\(bits)-bit weights have only the default tile; unset it")
+                    "\(bits)-bit weights have only the 128x64 and 64x128 tiles; unset it")
             }
             guard chosen.runs(on: device), kind != .cooperativeMatrix || columns % 8 == 0 else {
                 throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(name)", reason:
@@ -124,7 +126,8 @@ struct PrefillKernel: Sendable {
             }
             return chosen
         }
-        if columns % 8 == 0, let cooperative = variant(.cooperativeMatrix, bits: bits, tile: tile) ?? variant(.cooperativeMatrix, bits: bits),
+        if columns % 8 == 0,
+           let cooperative = variant(.cooperativeMatrix, bits: bits, tile: tile) ?? variant(.cooperativeMatrix, bits: bits, tile: defaultTile),
            cooperative.runs(on: device) {
             return cooperative
         }
@@ -141,8 +144,8 @@ struct PrefillKernel: Sendable {
 
     /// The cooperative-matrix tile: 128 tokens × 64 rows, at every prompt length. With x in Float16
     /// it beat 64 × 128 (the choice below 128 tokens before) on an H200 at 32, 64, 100 and 200 tokens:
-    /// pp32 1,852 against 1,707 t/s, pp64 3,589 against 3,246, pp100 5,354 against 4,635. 8-bit
-    /// weights have only 64 × 128 and take it whatever this says.
+    /// pp32 1,852 against 1,707 t/s, pp64 3,589 against 3,246, pp100 5,354 against 4,635; at 8 bits
+    /// pp100 5,040 against 4,099 and pp512 11,040 against 9,360.
     static let defaultTile = "_128x64"
 }
 

@@ -187,7 +187,12 @@ final class PrefillMatmulTests: XCTestCase {
             XCTAssertEqual(forcedTile?.shader.name, "matmulCoopmatQ4", "64x128 names the unnamed variant")
         }
         let eightBit = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device, environment: none))
-        XCTAssertEqual(eightBit.shader.name, cooperative ? "matmulCoopmatQ8" : "matmulTiledQ8", "8-bit weights have one tile")
+        XCTAssertEqual(eightBit.shader.name, cooperative ? "matmulCoopmatQ8_128x64" : "matmulTiledQ8", "8-bit weights take the same tile")
+        if cooperative {
+            let narrow = try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
+                                                  environment: [PrefillKernel.tileVariable: "64x64"])
+            XCTAssertEqual(narrow?.shader.name, "matmulCoopmatQ8_128x64", "a tile 8-bit weights lack falls back to the default")
+        }
         XCTAssertNil(try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
                                               environment: [PrefillKernel.environmentVariable: "general"]))
         let forced = try PrefillKernel.choose(tokens: 512, bits: 8, columns: 64, device: device,
