@@ -51,6 +51,7 @@ struct PromptAttention: Sendable {
                                    + subgroups * 16 * (4 * (keyBlock + 4) + 2 * (keyBlock + 8) + 4) + 256 * 4)
     }()
 
+    /// The kernel of `kind`.
     static func variant(_ kind: Kind) -> PromptAttention {
         switch kind {
         case .scalar: scalar
