@@ -78,7 +78,9 @@ struct MatvecKernel {
         guard columns % blockValues == 0 else { return nil }
         // The 4-bit staged kernel multiplies in Float16.
         let integerDot = settings.integerDot && device.enabled.integerDotProduct
+        // A block's lanes reduce it together: the subgroup holds whole blocks (of blockValues / 4 lanes).
         let stagedFits = groupSize % blockValues == 0 && stagedSharedBytes(bits: bits) <= device.physical.sharedMemoryBytes
+            && device.physical.subgroupSize % (blockValues / 4) == 0
             && (bits != 4 || device.enabled.float16 || integerDot)
         let staged = stagedFits && !settings.plain
         guard prologue == .none || (staged && (prologue != .norm || columns <= stagedChunk)) else { return nil }
