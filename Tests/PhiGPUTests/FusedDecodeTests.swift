@@ -87,4 +87,76 @@ final class FusedDecodeTests: XCTestCase {
         }
         try TestGPU.assertNoValidationErrors()
     }
+
+    /// A product adding into the residual also writes it staged for the RMSNorm-fused product after
+    /// it (4-bit weights with integer dot products, workgroups of whole 32-row blocks), which copies
+    /// it instead of computing it: the o and down products, each followed by a norm and a product.
+    /// Elsewhere (other bits, arithmetic or rows per workgroup) the same calls run unfused by it.
+    func testResidualHandedOverStagedMatchesTheCPU() throws {
+        let config = Self.config
+        for (bits, integerDot) in [(4, true), (4, false), (8, true)] {
+            let weights = RandomWeights.make(config: config, seed: random.next(), bits: bits, groupSize: 64)
+            let backend = try GPUBackend(context: try TestGPU.context())
+            backend.decodeProducts.integerDot = integerDot
+            let device = backend.context.device
+            let usesIntegerDot = integerDot && device.enabled.integerDotProduct
+            let suffix = usesIntegerDot ? "Int" : ""
+            let tolerance = usesIntegerDot ? 1e-4 : decodeProductTolerance(bits: bits)
+            try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
+            let layer = weights.layers[0]
+            for rows in [4, 8, 3] {
+                backend.decodeProducts.rowsPerSubgroup = rows
+                let subgroups = min(backend.decodeProducts.subgroups, device.physical.maxWorkgroupInvocations / device.physical.subgroupSize)
+                let handsOver = bits == 4 && usesIntegerDot && rows * subgroups % 32 == 0
+                let what = "\(bits)-bit\(usesIntegerDot ? " (integer dot products)" : ""), \(rows) rows, handed over: \(handsOver)"
+                backend.profiling = true
+
+                // o adds into the residual, then the MLP norm and gate·up.
+                let attended = random.floats(config.hiddenSize, in: -2...2)
+                let start = random.floats(config.hiddenSize, in: -3...3)
+                let residual = try tensor(backend, start, columns: config.hiddenSize)
+                let projected = try tensor(backend, [Float](repeating: .nan, count: config.hiddenSize), columns: config.hiddenSize)
+                let normed = try tensor(backend, [Float](repeating: .nan, count: config.hiddenSize), columns: config.hiddenSize)
+                let gateUp = try tensor(backend, [Float](repeating: .nan, count: 2 * config.intermediateSize), columns: 2 * config.intermediateSize)
+                try backend.matmul(try tensor(backend, attended, columns: config.hiddenSize), rows: 0..<1, weight: .attentionOutput(layer: 0),
+                                   into: projected)
+                try backend.add(projected, count: 1, into: residual)
+                try backend.rmsNorm(residual, weight: .mlpNorm(layer: 0), count: 1, into: normed)
+                try backend.matmul(normed, rows: 0..<1, weight: .gateUp(layer: 0), into: gateUp)
+                let gotGateUp = try backend.read(gateUp, rows: 0..<1)
+                XCTAssertEqual(backend.lastProfile.map(\.name).sorted(),
+                               handsOver ? ["copy", "matvecStagedAddQ4IntStage", "matvecStagedNormQ4IntStaged"]
+                                         : ["copy", "matvecStagedAddQ\(bits)\(suffix)", "matvecStagedNormQ\(bits)\(suffix)"], what)
+                let expectedResidual = zip(start, CPUReference.matmul(attended, weight: layer.output)).map(+)
+                let mlpNorm = layer.mlpNorm.withFloats { Array($0.prefix(config.hiddenSize)) }
+                let expectedNormed = CPUReference.rmsNorm(expectedResidual, weight: mlpNorm, epsilon: config.rmsNormEpsilon)
+                assertClose(try backend.read(residual, rows: 0..<1), expectedResidual, relative: tolerance, "residual after o, \(what)")
+                assertClose(try backend.read(normed, rows: 0..<1), expectedNormed, relative: tolerance, "normed, \(what)")
+                assertClose(gotGateUp, CPUReference.matmul(expectedNormed, weight: layer.gateUp), relative: tolerance, "gate·up, \(what)")
+
+                // SiLU and down add into the residual, then the attention norm and qkv.
+                let gateUpValues = random.floats(2 * config.intermediateSize, in: -6...6)
+                let gated = try tensor(backend, [Float](repeating: .nan, count: config.intermediateSize), columns: config.intermediateSize)
+                let qkv = try tensor(backend, [Float](repeating: .nan, count: config.qkvRows), columns: config.qkvRows)
+                try backend.siluGate(try tensor(backend, gateUpValues, columns: 2 * config.intermediateSize), count: 1, into: gated)
+                try backend.matmul(gated, rows: 0..<1, weight: .down(layer: 0), into: projected)
+                try backend.add(projected, count: 1, into: residual)
+                try backend.rmsNorm(residual, weight: .attentionNorm(layer: 0), count: 1, into: normed)
+                try backend.matmul(normed, rows: 0..<1, weight: .qkv(layer: 0), into: qkv)
+                let gotQKV = try backend.read(qkv, rows: 0..<1)
+                XCTAssertEqual(backend.lastProfile.map(\.name).sorted(),
+                               handsOver ? ["copy", "matvecStagedNormQ4IntStaged", "matvecStagedSiluAddQ4IntStage"]
+                                         : ["copy", "matvecStagedNormQ\(bits)\(suffix)", "matvecStagedSiluAddQ\(bits)\(suffix)"], what)
+                backend.profiling = false
+                let down = CPUReference.matmul(CPUReference.siluGate(gateUpValues, intermediate: config.intermediateSize), weight: layer.down)
+                let expectedFinal = zip(expectedResidual, down).map(+)
+                let attentionNorm = layer.attentionNorm.withFloats { Array($0.prefix(config.hiddenSize)) }
+                let expectedNormedAgain = CPUReference.rmsNorm(expectedFinal, weight: attentionNorm, epsilon: config.rmsNormEpsilon)
+                assertClose(try backend.read(residual, rows: 0..<1), expectedFinal, relative: tolerance, "residual after down, \(what)")
+                assertClose(try backend.read(normed, rows: 0..<1), expectedNormedAgain, relative: tolerance, "normed again, \(what)")
+                assertClose(gotQKV, CPUReference.matmul(expectedNormedAgain, weight: layer.qkv), relative: tolerance, "qkv, \(what)")
+            }
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
 }
