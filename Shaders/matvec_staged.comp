@@ -40,12 +40,6 @@
 //                  multiplies the results instead of x)
 //   PROLOGUE_SILU: x = silu(gate) · up, the input row being gate | up (2 · columns values)
 // With ACCUMULATE the result is also added into `accumulator` (the residual add fused).
-// The residual handed over staged (4-bit weights, integer dot products): with EPILOGUE_STAGE (and
-// ACCUMULATE) each workgroup also writes its 32-row blocks of the accumulator, times the weight of
-// the RMSNorm that reads it next, as that norm-fused product would stage them; that product, built
-// with STAGED_INPUT, copies them instead of reading and converting x. On an H200: tg128 430 -> 437
-// (with the next norm's weights requested at the start; without, 430 -> 429). An upper bound, with
-// the consumers' staging reduced to the copy and no producer work: 455.
 // Products wider than one chunk may be split over their chunks (see PartSums below), so that the
 // few row blocks of a wide matrix (down: 96 workgroups on an H200's 132 SMs) fill the GPU.
 // Needs columns a multiple of BLOCK_VALUES and group_size a multiple of BLOCK_VALUES.
@@ -81,17 +75,6 @@ shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, b
 shared vec4 staged[CHUNK_BLOCKS * STAGED_PER_BLOCK];  // (chunk blocks, BLOCK_VEC4 + 1) x · 2^-e
 shared vec2 block_info[CHUNK_BLOCKS];                 // (chunk blocks) (Σ x, 1)
 #endif
-#ifdef EPILOGUE_STAGE
-// The residual this product adds into, handed to the norm-fused product that reads it next, already
-// staged: each 32-row block of accumulator · next_norm as that product stages x (4-bit weights,
-// integer dot products), so that it copies 80 bytes a block instead of reading and converting 256.
-layout(std430, binding = 10) readonly buffer NextNorm { vec4 next_norm[]; };      // (rows) Float32: the next RMSNorm's weight
-layout(std430, binding = 11) writeonly buffer StagedOut { uvec4 staged_out[]; };  // (rows / 32, 5) 4 words, then (Σ x, block_scale, Σ accumulator², 0)
-shared float residuals[512];                                                      // (rows of the workgroup) the accumulator's new values
-#endif
-#ifdef STAGED_INPUT
-layout(std430, binding = 11) readonly buffer StagedIn { uvec4 staged_in[]; };     // (columns / 32, 5) x staged by EPILOGUE_STAGE
-#endif
 shared float subgroup_sums[64];                       // (subgroups) Σ x² for PROLOGUE_NORM
 shared bool is_last_part;                             // this workgroup finished its rows' parts last
 
@@ -120,14 +103,6 @@ uint pack_bytes(vec4 v) {
 uvec2 high_low_bytes(vec4 v) {
     const vec4 high = round(v);
     return uvec2(pack_bytes(high), pack_bytes(clamp(round((v - high) * 256.0), -127.0, 127.0)));
-}
-
-// A word of a 4-bit weights' block of x as block_dot takes it, from its 8 values (x / block_scale,
-// `first` then `second`): the even and the odd values apart, (hi even, hi odd, lo even, lo odd).
-uvec4 int4_word(vec4 first, vec4 second) {
-    const uvec2 even = high_low_bytes(vec4(first.x, first.z, second.x, second.z));
-    const uvec2 odd = high_low_bytes(vec4(first.y, first.w, second.y, second.w));
-    return uvec4(even.x, odd.x, even.y, odd.y);
 }
 #endif
 
@@ -225,37 +200,6 @@ vec2 block_sum_and_largest(float sum, float largest) {
         }                                                                                        \
     }
 
-#ifdef EPILOGUE_STAGE
-// Writes the workgroup's `block_rows` rows of the accumulator (in `residuals`), times the next
-// norm's weight, to `staged_out` as the consumer's staging would have staged them, one vec4 per
-// invocation. Needs block_rows and rows multiples of 32; called by the whole workgroup.
-void stage_for_next(uint block_rows, vec4 first_weights) {
-    barrier();  // the residuals are written
-    const uint vec4s = block_rows / 4, first_vec4 = gl_WorkGroupID.x * vec4s;
-    for (uint first = 0; first < vec4s; first += gl_WorkGroupSize.x) {  // uniform: every lane shuffles
-        const uint c = first + gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
-        const uint v = first_vec4 + c;  // vec4 number within the row
-        const bool inside = c < vec4s && 4 * v < pc.rows;
-        const vec4 h = inside ? vec4(residuals[4 * c], residuals[4 * c + 1], residuals[4 * c + 2], residuals[4 * c + 3]) : vec4(0.0);
-        const vec4 value = inside ? h * (first == 0 ? first_weights : next_norm[v]) : vec4(0.0);
-        const vec4 magnitude = abs(value);
-        const vec2 block = block_sum_and_largest(value.x + value.y + value.z + value.w,
-                                                 max(max(magnitude.x, magnitude.y), max(magnitude.z, magnitude.w)));
-        const float squares = block_sum_and_largest(dot(h, h), 0.0).x;
-        const float block_scale = block.y > 0.0 ? block.y / 127.0 : 1.0;
-        const vec4 scaled = value * (1.0 / block_scale);
-        const vec4 second = subgroupShuffleXor(scaled, 1);
-        const uint b = v / BLOCK_VEC4, i = v % BLOCK_VEC4;
-        if (inside && i % 2 == 0) {
-            staged_out[b * 5 + i / 2] = int4_word(scaled, second);
-        }
-        if (inside && i == 0) {
-            staged_out[b * 5 + 4] = floatBitsToUint(vec4(block.x, block_scale, squares, 0.0));
-        }
-    }
-}
-#endif
-
 void main() {
     const uint first_row = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * ROWS;
     const uint blocks_per_row = pc.columns / BLOCK_VALUES;
@@ -282,32 +226,12 @@ void main() {
         sums[r] = 0.0;
     }
     const uint part = gl_WorkGroupID.y, parts = gl_NumWorkGroups.y;
-#ifdef EPILOGUE_STAGE
-    // The next norm's weights of stage_for_next's first round, requested now, off its critical path.
-    const uint weight_vec4 = gl_SubgroupID * gl_SubgroupSize + lane;
-    const uint block_vec4s = gl_NumSubgroups * ROWS / 4;
-    const vec4 next_weights = weight_vec4 < block_vec4s && 4 * (gl_WorkGroupID.x * block_vec4s + weight_vec4) < pc.rows
-        ? next_norm[gl_WorkGroupID.x * block_vec4s + weight_vec4] : vec4(0.0);
-#endif
     for (uint chunk = part * CHUNK_BLOCKS; chunk < blocks_per_row; chunk += parts * CHUNK_BLOCKS) {
         const uint chunk_blocks = min(uint(CHUNK_BLOCKS), blocks_per_row - chunk);
         barrier();  // the previous chunk is no longer read
         // One vec4 of x per invocation (after the prologue), the BLOCK_VEC4 neighbouring lanes of a
         // block finding its Σ x and largest |x| together, then each block scaled and stored.
-#ifdef STAGED_INPUT
-        // x arrives staged (EPILOGUE_STAGE): copied, with Σ x² of the norm.
-        for (uint b = gl_LocalInvocationIndex; b < chunk_blocks; b += gl_WorkGroupSize.x) {
-            [[unroll]] for (uint i = 0; i < 4; ++i) {
-                staged[b * STAGED_PER_BLOCK + i] = staged_in[(chunk + b) * 5 + i];
-            }
-            const vec4 info = uintBitsToFloat(staged_in[(chunk + b) * 5 + 4]);
-            block_info[b] = info.xy;
-            squares += info.z;
-        }
-        const uint chunk_vec4s = 0;  // nothing to stage from x
-#else
         const uint chunk_vec4s = chunk_blocks * BLOCK_VEC4;
-#endif
         for (uint first = 0; first < chunk_vec4s; first += gl_WorkGroupSize.x) {  // uniform: every lane shuffles
             const uint c = first + gl_SubgroupID * gl_SubgroupSize + lane;  // vec4 number within the chunk
             const bool inside = c < chunk_vec4s;
@@ -345,10 +269,13 @@ void main() {
                 staged[b * STAGED_PER_BLOCK + i / 2].zw = bytes;
             }
 #else
-            // Word j holds values 8j ... 8j + 7, vec4s 2j and 2j + 1 (neighbouring lanes).
+            // Word j holds values 8j ... 8j + 7, vec4s 2j and 2j + 1 (neighbouring lanes): the even
+            // and the odd values apart, (hi even, hi odd, lo even, lo odd).
             const vec4 second = subgroupShuffleXor(scaled, 1);
             if (inside && i % 2 == 0) {
-                staged[b * STAGED_PER_BLOCK + i / 2] = int4_word(scaled, second);
+                const uvec2 even = high_low_bytes(vec4(scaled.x, scaled.z, second.x, second.z));
+                const uvec2 odd = high_low_bytes(vec4(scaled.y, scaled.w, second.y, second.w));
+                staged[b * STAGED_PER_BLOCK + i / 2] = uvec4(even.x, odd.x, even.y, odd.y);
             }
 #endif
 #elif BITS == 4
@@ -423,11 +350,7 @@ void main() {
         if (subgroupElect() && first_row + r < pc.rows) {
             if (parts == 1) {
                 y[first_row + r] = total;
-#ifdef EPILOGUE_STAGE
-                const float h = accumulator[first_row + r] + total;
-                accumulator[first_row + r] = h;
-                residuals[gl_SubgroupID * ROWS + r] = h;
-#elif defined(ACCUMULATE)
+#ifdef ACCUMULATE
                 accumulator[first_row + r] += total;
 #endif
             } else {
@@ -443,9 +366,6 @@ void main() {
     }
 #endif
     if (parts == 1) {
-#ifdef EPILOGUE_STAGE
-        stage_for_next(gl_NumSubgroups * ROWS, next_weights);
-#endif
         return;
     }
     memoryBarrierBuffer();
@@ -467,18 +387,11 @@ void main() {
                 total += part_sums[p * pc.rows + row];
             }
             y[row] = total;
-#ifdef EPILOGUE_STAGE
-            const float h = accumulator[row] + total;
-            accumulator[row] = h;
-            residuals[i] = h;
-#elif defined(ACCUMULATE)
+#ifdef ACCUMULATE
             accumulator[row] += total;
 #endif
         }
     }
-#ifdef EPILOGUE_STAGE
-    stage_for_next(block_rows, next_weights);
-#endif
     if (gl_LocalInvocationIndex == 0) {
         parts_done[gl_WorkGroupID.x] = 0u;
     }

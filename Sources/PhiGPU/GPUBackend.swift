@@ -31,7 +31,6 @@ public final class GPUBackend: ProfilingBackend {
     var finishedCounts: Buffer?                       // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
-    private var stagedResidual: Buffer?               // (hiddenSize / 32, 5) UInt32×4: the residual staged for the next product (MatvecKernel.Handoff)
     var halfInputs: GPUTensor?                        // (tokens, columns / 2) Float16 pairs: x of a cooperative prefill product, grown on demand
     var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
     var attentionChunkSize = 0
@@ -59,11 +58,6 @@ public final class GPUBackend: ProfilingBackend {
     private var lastProduct: QueuedProduct?
     /// The last queued one-token RMSNorm or SiLU gate, while the product that follows may fuse it.
     private var lastPrologue: QueuedPrologue?
-    /// The last queued one-token product that adds into a residual, while the RMSNorm of that
-    /// residual, queued next, may have it hand the residual over staged.
-    private var lastAccumulation: QueuedProduct?
-    /// The residual a queued product wrote staged for the norm-fused product that may read it next.
-    private var handoff: QueuedHandoff?
     /// The last queued RoPE-and-cache of a decode step, while the split attention may take it over.
     var lastRotation: QueuedRotation?
     private let rmsNormKernel: RMSNormKernel
@@ -186,8 +180,6 @@ public final class GPUBackend: ProfilingBackend {
                                          label: "decode product parts finished")
         try partCountBuffer.fill(0)
         partCounts = partCountBuffer
-        stagedResidual = try Buffer(device: context.device, byteCount: max(config.hiddenSize / MatvecKernel.handoffBlockRows, 1) * 80,
-                                    location: .deviceLocal, label: "staged residual")
         tokens = try Buffer(device: context.device, byteCount: tokenCapacity * 4, location: .hostWritten, label: "tokens")
         self.config = config
         self.contextLength = contextLength
@@ -222,13 +214,6 @@ public final class GPUBackend: ProfilingBackend {
     public func rmsNorm(_ x: BackendTensor, weight: WeightName, count: Int, into out: BackendTensor) throws {
         let (config, _) = try prepared()
         guard let weightBuffer = norms[weight] else { throw BackendError.unsupportedWeight(name: "\(weight)", reason: "not a norm weight") }
-        // The product that just added into x is re-queued to also write x staged for the product after the norm.
-        if count == 1, let product = lastAccumulation, product.index == stream.queued.count - 1, product.accumulator === x,
-           let accumulator = product.accumulator {
-            stream.removeLast()
-            try queueMatmul(product.x, rows: product.rows, weight: product.weight, into: product.out, accumulateInto: accumulator,
-                            prologue: product.prologue, stagingFor: weightBuffer)
-        }
         try dispatch(rmsNormKernel.pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(weightBuffer), BufferBinding(try gpu(out).buffer)],
                      RMSNormConstants(columns: UInt32(x.columns), rows: UInt32(count), epsilon: config.rmsNormEpsilon),
                      groups: (count, 1, 1))
@@ -250,10 +235,8 @@ public final class GPUBackend: ProfilingBackend {
     /// fused into the product's epilogue). Decode-sized products use the matvec kernel. With
     /// `prologue`, the one-token operation that wrote x, still queued just before, is computed by
     /// the product itself and its own dispatch dropped (when the decode kernel can take it).
-    /// With `nextNorm`, the product also writes the accumulator staged for the product after the
-    /// RMSNorm with that weight (where the kernels can; `MatvecKernel.Handoff`).
     private func queueMatmul(_ x: BackendTensor, rows: Range<Int>, weight: WeightName, into out: BackendTensor,
-                             accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?, stagingFor nextNorm: Buffer? = nil) throws {
+                             accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?) throws {
         let w = try matrix(weight)
         guard x.columns == w.columns, out.columns >= w.rows, rows.upperBound <= x.rows else {
             throw BackendError.badRange(what: "matmul \(weight) of (\(x.rows), \(x.columns)) into (\(out.rows), \(out.columns))",
@@ -261,23 +244,15 @@ public final class GPUBackend: ProfilingBackend {
         }
         if rows.count == 1 {
             var fused = prologue
-            // x staged by the product before the fused norm, if that one wrote it for this norm.
-            let takesHandoff = fused.map { norm in
-                norm.kind == .norm && handoff.map { $0.index == norm.index - 1 && $0.residual === norm.input && $0.norm === norm.norm } == true
-            } ?? false
-            func choose(_ prologue: MatvecKernel.Prologue, _ handoff: MatvecKernel.Handoff) -> MatvecKernel? {
-                MatvecKernel.choose(bits: w.bits, rows: w.rows, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                    prologue: prologue, handoff: handoff, settings: decodeProducts, device: context.device)
-            }
-            var kernel = nextNorm != nil ? choose(fused?.kind ?? .none, .stagesForNext) : takesHandoff ? choose(.norm, .stagedInput) : nil
-            if kernel == nil { kernel = choose(fused?.kind ?? .none, .none) }
+            var kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
+                                             prologue: fused?.kind ?? .none, settings: decodeProducts, device: context.device)
             if kernel == nil, fused != nil {
                 fused = nil
-                kernel = choose(.none, .none)
+                kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
+                                             settings: decodeProducts, device: context.device)
             }
             if let kernel {
-                try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused,
-                                nextNorm: nextNorm)
+                try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused)
                 return
             }
         }
@@ -304,8 +279,7 @@ public final class GPUBackend: ProfilingBackend {
 
     /// Queues the decode product with `kernel`, dropping the fused prologue's own dispatch.
     private func queueMatvec(_ kernel: MatvecKernel, x: BackendTensor, rows: Range<Int>, weight: WeightName, w: GPUMatrix,
-                             into out: BackendTensor, accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?,
-                             nextNorm: Buffer?) throws {
+                             into out: BackendTensor, accumulateInto accumulator: BackendTensor?, prologue: QueuedPrologue?) throws {
         let (config, _) = try prepared()
         if let prologue, prologue.index == stream.queued.count - 1 {
             stream.removeLast()
@@ -322,25 +296,14 @@ public final class GPUBackend: ProfilingBackend {
             bindings += [BufferBinding(prologue?.norm ?? input), BufferBinding(try gpu(x).buffer), BufferBinding(partSums),
                          BufferBinding(partCounts)]
         }
-        if kernel.handoff != .none {  // the next norm's weight (unused when taking x over), the staged residual
-            guard let stagedResidual else { throw BackendError.notPrepared }
-            bindings += [BufferBinding(nextNorm ?? input), BufferBinding(stagedResidual)]
-        }
         let pipeline = try context.pipeline(kernel.shader, bindings: bindings.count, pushConstantSize: MemoryLayout<MatvecConstants>.size,
                                             specialization: [UInt32(subgroupsPerGroup * subgroup)] + kernel.specialization)
         try dispatch(pipeline, bindings,
                      MatvecConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: 1, inputRow: UInt32(rows.lowerBound),
                                      groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns), epsilon: config.rmsNormEpsilon),
                      groups: ((w.rows + rowsPerGroup - 1) / rowsPerGroup, staged ? Self.parts(columns: w.columns) : 1, 1))
-        let index = stream.queued.count - 1
-        if let accumulator {
-            lastAccumulation = QueuedProduct(index: index, x: x, rows: rows, weight: weight, out: out, prologue: prologue,
-                                             accumulator: accumulator)
-            if kernel.handoff == .stagesForNext, let nextNorm {
-                handoff = QueuedHandoff(index: index, residual: accumulator, norm: nextNorm)
-            }
-        } else {
-            lastProduct = QueuedProduct(index: index, x: x, rows: rows, weight: weight, out: out, prologue: prologue)
+        if accumulator == nil {
+            lastProduct = QueuedProduct(index: stream.queued.count - 1, x: x, rows: rows, weight: weight, out: out, prologue: prologue)
         }
     }
 
@@ -401,7 +364,6 @@ public final class GPUBackend: ProfilingBackend {
         lastProduct = nil
         lastPrologue = nil
         lastRotation = nil
-        lastAccumulation = nil
         let set = try context.descriptorSet(for: pipeline, buffers: buffers)
         var value = constants
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
@@ -431,8 +393,6 @@ public final class GPUBackend: ProfilingBackend {
             lastProduct = nil
             lastPrologue = nil
             lastRotation = nil
-            lastAccumulation = nil
-            handoff = nil
             tokensUsed = 0
             parametersUsed = 0
         }

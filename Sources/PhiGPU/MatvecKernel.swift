@@ -55,8 +55,6 @@ struct MatvecKernel {
     var rowsPerSubgroup: Int
     /// Subgroups per workgroup (each workgroup stages x once for all of them).
     var subgroups: Int
-    /// What it hands over or takes over (the staged kernel only).
-    var handoff: Handoff
     /// Specialization constants after the workgroup size (the staged kernel's ROWS and UNROLL).
     var specialization: [UInt32]
 
@@ -72,24 +70,10 @@ struct MatvecKernel {
         return blocks * stagedPerBlock * 16 + blocks * 8 + 64 * 4
     }
 
-    /// How a decode product hands x to the next one: the residual a product adds into is what the
-    /// following RMSNorm-fused product reads, so the adding product can write it already staged.
-    enum Handoff: Equatable {
-        case none
-        /// Also writes the accumulator's rows, times the next norm's weight, staged (EPILOGUE_STAGE).
-        case stagesForNext
-        /// Copies x staged by the product before (STAGED_INPUT) instead of computing it.
-        case stagedInput
-    }
-
-    /// Rows of a 4-bit block of staged x; a handing-over product's workgroups hold whole blocks.
-    static let handoffBlockRows = 32
-
-    /// The kernel for a `bits`-bit matrix of `rows` × `columns` in groups of `groupSize`, or nil when
-    /// no decode kernel takes the shape (the general product does), the prologue cannot be fused or
-    /// the handoff cannot be made (4-bit weights with integer dot products only).
-    static func choose(bits: Int, rows: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
-                       handoff: Handoff = .none, settings: DecodeProductSettings, device: Device) -> MatvecKernel? {
+    /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
+    /// no decode kernel takes the shape (the general product does) or the prologue cannot be fused.
+    static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
+                       settings: DecodeProductSettings, device: Device) -> MatvecKernel? {
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         // The 4-bit staged kernel multiplies in Float16.
@@ -107,26 +91,14 @@ struct MatvecKernel {
             case (false, false): ShaderLibrary.matvecQ8
             case (false, true): ShaderLibrary.matvecAddQ8
             }
-            guard handoff == .none else { return nil }
-            return MatvecKernel(shader: shader, rowsPerSubgroup: 2, subgroups: 4, handoff: .none, specialization: [])  // ROWS of matvec.comp
+            return MatvecKernel(shader: shader, rowsPerSubgroup: 2, subgroups: 4, specialization: [])  // ROWS of matvec.comp
         }
         let index = (prologue == .norm ? 4 : prologue == .silu ? 8 : 0) + (accumulate ? 2 : 0) + (bits == 4 ? 0 : 1)
-        var shader = (integerDot ? integerDotShaders : stagedShaders)[index]
-        let rowsPerSubgroup = min(max(settings.rowsPerSubgroup, 1), 16)
+        let shader = (integerDot ? integerDotShaders : stagedShaders)[index]
+        let rows = min(max(settings.rowsPerSubgroup, 1), 16)
         let unroll = min(max(settings.blocksInFlight, 1), 8)
-        let subgroups = min(max(settings.subgroups, 1), 32, device.physical.maxWorkgroupInvocations / max(device.physical.subgroupSize, 1))
-        if handoff != .none {
-            let workgroupRows = rowsPerSubgroup * subgroups, block = handoffBlockRows
-            guard bits == 4, integerDot, workgroupRows % block == 0, workgroupRows <= 512 else { return nil }
-            switch (handoff, prologue, accumulate) {
-            case (.stagesForNext, .none, true) where rows % block == 0: shader = ShaderLibrary.matvecStagedAddQ4IntStage
-            case (.stagesForNext, .silu, true) where rows % block == 0: shader = ShaderLibrary.matvecStagedSiluAddQ4IntStage
-            case (.stagedInput, .norm, false): shader = ShaderLibrary.matvecStagedNormQ4IntStaged
-            default: return nil
-            }
-        }
-        return MatvecKernel(shader: shader, rowsPerSubgroup: rowsPerSubgroup, subgroups: subgroups, handoff: handoff,
-                            specialization: [UInt32(rowsPerSubgroup), UInt32(unroll)])
+        let subgroups = min(max(settings.subgroups, 1), 32)
+        return MatvecKernel(shader: shader, rowsPerSubgroup: rows, subgroups: subgroups, specialization: [UInt32(rows), UInt32(unroll)])
     }
 
     /// The staged variants by prologue (none, norm, silu), then accumulate (no, yes), then bits (4, 8).

@@ -12,16 +12,6 @@ struct QueuedProduct {
     var out: BackendTensor
     /// The prologue fused into the product, which its re-queueing keeps.
     var prologue: QueuedPrologue?
-    /// What the product adds its result into (the residual add fused), if anything.
-    var accumulator: BackendTensor? = nil
-}
-
-/// A queued decode product (at `index`) that also wrote `residual`, times the RMSNorm weight `norm`,
-/// staged for the norm-fused product after it (`MatvecKernel.Handoff`).
-struct QueuedHandoff {
-    var index: Int
-    var residual: BackendTensor
-    var norm: Buffer
 }
 
 /// A queued one-token RMSNorm or SiLU gate that the decode product reading its output may compute
