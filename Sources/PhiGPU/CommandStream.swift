@@ -5,9 +5,11 @@ import VulkanKit
 /// The GPU commands queued between two synchronisations, submitted in segments while they are
 /// still being queued, and replayed from recordings when a step repeats.
 ///
-/// Once `segmentLength` commands wait behind the newest one, they are recorded into a command
-/// buffer of their own (a barrier after each) and submitted without waiting, so the GPU starts on
-/// a step while the host is still queueing the rest of it. Barriers order work across submissions
+/// Once enough commands wait behind the newest one, they are recorded into a command buffer of
+/// their own (a barrier after each) and submitted without waiting, so the GPU starts on a step
+/// while the host is still queueing the rest of it. A step's first segment is short
+/// (`firstSegmentLength`) and each next one twice as long, up to `segmentLength`: the GPU starts
+/// early, and the host (which queues a command in about half the time the GPU runs one) keeps ahead. Barriers order work across submissions
 /// of one queue, and the fence of the last submission covers every earlier one. The newest command
 /// is never submitted early: the backend may still replace it (fusing the next operation into it).
 /// Each segment's command buffer is kept with what it recorded; when the same position of the next
@@ -18,6 +20,8 @@ final class CommandStream {
     private let fence: Fence
     /// Commands per early submission; 0 submits everything at the synchronisation.
     let segmentLength: Int
+    /// Commands of a step's first early submission; each next one doubles, up to `segmentLength`.
+    let firstSegmentLength = 2
     /// This step's commands; those before `submitted` are on the GPU already.
     private(set) var queued: [QueuedCommand] = []
     private var submitted = 0
@@ -64,7 +68,8 @@ final class CommandStream {
     func append(_ command: QueuedCommand, fullBarriers: Bool) throws {
         if queued.isEmpty { queueStart = clock.now }
         queued.append(command)
-        guard !profiling, segmentLength > 0, queued.count - 1 - submitted >= segmentLength else { return }
+        let length = min(segmentLength, firstSegmentLength << min(segmentsUsed, 16))
+        guard !profiling, segmentLength > 0, queued.count - 1 - submitted >= length else { return }
         do {
             try submit(upTo: queued.count - 1, fullBarriers: fullBarriers, fence: nil)
         } catch {
