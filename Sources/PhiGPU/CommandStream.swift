@@ -9,16 +9,17 @@ import VulkanKit
 /// their own (a barrier after each) and submitted without waiting, so the GPU starts on a step
 /// while the host is still queueing the rest of it. A step's first segment is short
 /// (`firstSegmentLength`) and each next one twice as long, up to `segmentLength`: the GPU starts
-/// early, and the host (which queues a command in about half the time the GPU runs one) keeps ahead. Barriers order work across submissions
-/// of one queue, and the fence of the last submission covers every earlier one. The newest command
-/// is never submitted early: the backend may still replace it (fusing the next operation into it).
-/// Each segment's command buffer is kept with what it recorded; when the same position of the next
-/// step queues the same commands (every decode step of one shape), it is submitted again as it is.
+/// early, and the host (which queues a command in about a third of the time the GPU runs one on
+/// an H200) keeps ahead. Barriers order work across submissions of one queue, and the fence of the
+/// last submission covers every earlier one. The newest command is never submitted early: the
+/// backend may still replace it (fusing the next operation into it). Each segment's command buffer
+/// is kept with what it recorded; when the same position of the next step queues the same commands
+/// (every decode step of one shape), it is submitted again as it is.
 final class CommandStream {
     private let device: Device
     private let pool: CommandPool
     private let fence: Fence
-    /// Commands per early submission; 0 submits everything at the synchronisation.
+    /// The most commands of one early submission; 0 submits everything at the synchronisation.
     let segmentLength: Int
     /// Commands of a step's first early submission; each next one doubles, up to `segmentLength`.
     let firstSegmentLength = 2

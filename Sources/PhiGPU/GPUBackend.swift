@@ -75,7 +75,7 @@ public final class GPUBackend: ProfilingBackend {
     /// How decode products are chosen and tuned (the environment's overrides unless set).
     public var decodeProducts = DecodeProductSettings.fromEnvironment
 
-    /// A backend on `context`; `segmentLength` commands go to the GPU in each early submission.
+    /// A backend on `context`; at most `segmentLength` commands go to the GPU in one early submission.
     public init(context: GPUContext, segmentLength: Int = 24) throws {
         self.context = context
         stream = try CommandStream(device: context.device, segmentLength: segmentLength)
