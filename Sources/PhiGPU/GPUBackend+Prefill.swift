@@ -10,7 +10,8 @@ struct PrefillKernel: Sendable {
     enum Kind: String, Sendable, CaseIterable {
         /// Float32, 64 tokens × 64 rows a workgroup, 4 × 4 an invocation (16 KiB of shared memory).
         case tiled
-        /// NV cooperative matrices: Float16 inputs, Float32 sums, 64 tokens × 128 rows a workgroup.
+        /// NV cooperative matrices: Float16 inputs, Float32 sums, a tile of `cooperativeTiles` a
+        /// workgroup (`defaultTile`, 128 tokens × 64 rows, unless `PHI_GPU_PREFILL_TILE` names another).
         case cooperativeMatrix
     }
 
