@@ -5,6 +5,9 @@
 //   OPERATION_SILU_GATE: out[t, j] = silu(a[t, j]) · a[t, width + j]    a: (count, 2 · width)
 //   OPERATION_TO_HALF:   halves[i] = a[offset + 2i], a[offset + 2i + 1] as a Float16 pair
 //                        (count · width / 2 pairs; width even)
+//   OPERATION_ADD_PARTS: out[i] = Σ_p b[p · count · width + i], a[i] += out[i]   (offset parts: the
+//                        partial sums of a prefill product split over its columns, added up and
+//                        into the residual)
 #include "common.glsl"
 
 layout(std430, binding = 0) buffer First { float a[]; };
@@ -13,11 +16,14 @@ layout(std430, binding = 1) writeonly buffer Second { uint halves[]; }; // (coun
 #else
 layout(std430, binding = 1) buffer Second { float b[]; };
 #endif
+#ifdef OPERATION_ADD_PARTS
+layout(std430, binding = 2) writeonly buffer Third { float out_sum[]; }; // (count, width) the parts' sum
+#endif
 
 layout(push_constant) uniform ElementwiseConstants {
     uint count;  // rows
     uint width;  // columns of the output
-    uint offset; // elements of `a` before the first row read (OPERATION_TO_HALF)
+    uint offset; // elements of `a` before the first row read (OPERATION_TO_HALF); parts (OPERATION_ADD_PARTS)
 } pc;
 
 void main() {
@@ -33,6 +39,13 @@ void main() {
     }
 #if defined(OPERATION_ADD)
     a[index] += b[index];
+#elif defined(OPERATION_ADD_PARTS)
+    float sum = 0.0;
+    for (uint part = 0; part < pc.offset; ++part) {
+        sum += b[part * pc.count * pc.width + index];
+    }
+    out_sum[index] = sum;
+    a[index] += sum;
 #elif defined(OPERATION_SILU_GATE)
     const uint t = index / pc.width;
     const uint j = index % pc.width;
@@ -40,6 +53,6 @@ void main() {
     const float up = a[t * 2 * pc.width + pc.width + j];
     b[index] = gate / (1.0 + exp(-gate)) * up;
 #elif !defined(OPERATION_TO_HALF)
-#error OPERATION_ADD, OPERATION_SILU_GATE or OPERATION_TO_HALF must be defined
+#error OPERATION_ADD, OPERATION_ADD_PARTS, OPERATION_SILU_GATE or OPERATION_TO_HALF must be defined
 #endif
 }

@@ -23,6 +23,11 @@
 // the next step into registers while the subgroups multiply the current one. Whole 16×16 blocks
 // of out are stored straight to memory; blocks on the edges go through shared memory with bounds
 // checks. Any tokens and rows; columns a multiple of 8.
+// A product may be split over its columns (split-K): workgroup z of PARTS takes the
+// z-th of PARTS equal shares of the columns (a multiple of TILE_K and of the group size) and writes its
+// partial sums to part z of y, (tokens, output_stride) floats each, for elementwise.comp's
+// OPERATION_ADD_PARTS to add up. Products with few rows of tiles (o and down: 192 workgroups at
+// 512 tokens, on an H200's 132 multiprocessors at 2 each) so fill the GPU.
 
 #define SUBGROUP 32
 #define WARPS_T (TILE_TOKENS / WARP_TOKENS)
@@ -39,6 +44,9 @@
 #error "a tile's chunks must divide evenly among the invocations"
 #endif
 layout(local_size_x = THREADS) in;
+// Parts the product is split into over its columns (gl_NumWorkGroups.z): a constant, so that the
+// unsplit kernel keeps its column loop as it was (a runtime split cost qkv 341 against 295 µs).
+layout(constant_id = 0) const uint PARTS = 1;
 
 #define X_F16
 #include "prefill.glsl"
@@ -106,17 +114,21 @@ void main() {
     uvec2 words[W_CHUNKS];       // this invocation's chunks of W for the next step
     f16vec2 scale_bias[W_CHUNKS]; // and their groups' scale and bias (an invocation's chunks keep their rows from step to step)
     uvec4 xs[X_CHUNKS];          // and of x
+    const uint part = PARTS == 1 ? 0 : gl_WorkGroupID.z;
+    const uint part_columns = pc.columns / PARTS;
+    const uint k_begin = part * part_columns, k_end = k_begin + part_columns;
+    const uint y_offset = part * pc.tokens * pc.output_stride;
     Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
     Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
-    for (uint k0 = 0; k0 < pc.columns; k0 += TILE_K) {
-        if (k0 == 0) {
+    for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
+        if (k0 == k_begin) {
             [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                load_w_chunk(row0 + index / CHUNKS_PER_ROW, index % CHUNKS_PER_ROW, true, words[i], scale_bias[i]);
+                load_w_chunk(row0 + index / CHUNKS_PER_ROW, k0 / 8 + index % CHUNKS_PER_ROW, true, words[i], scale_bias[i]);
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, index % CHUNKS_PER_ROW);
+                xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, k0 / 8 + index % CHUNKS_PER_ROW);
             }
         }
         [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
@@ -129,7 +141,7 @@ void main() {
         }
         barrier();
         const uint next = k0 + TILE_K;
-        if (next < pc.columns) { // in flight while this step computes
+        if (next < k_end) { // in flight while this step computes
             // A group of 64 columns spans two steps of 32: its scale and bias are read once, at its start.
             const bool new_group = next % pc.group_size == 0 || pc.group_size % TILE_K != 0;
             [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
@@ -163,7 +175,7 @@ void main() {
             const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
             const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
             if (first_token + 16 <= pc.tokens && first_row + 16 <= pc.rows && pc.output_stride % 4 == 0) { // 16-byte aligned rows
-                coopMatStoreNV(sums[i][j], y, first_token * pc.output_stride + first_row, pc.output_stride, false);
+                coopMatStoreNV(sums[i][j], y, y_offset + first_token * pc.output_stride + first_row, pc.output_stride, false);
                 continue;
             }
             coopMatStoreNV(sums[i][j], out_blocks, block, 16, false);
@@ -173,7 +185,7 @@ void main() {
                 const uint token = first_token + e / 16;
                 const uint row = first_row + e % 16;
                 if (token < pc.tokens && row < pc.rows) {
-                    y[token * pc.output_stride + row] = out_blocks[block + e];
+                    y[y_offset + token * pc.output_stride + row] = out_blocks[block + e];
                 }
             }
             subgroupMemoryBarrierShared();

@@ -85,6 +85,26 @@ struct PrefillKernel: Sendable {
         return true
     }
 
+    /// Workgroups of a product of `rows` rows of W and `tokens` tokens.
+    func tiles(rows: Int, tokens: Int) -> Int {
+        ((rows + tileRows - 1) / tileRows) * ((tokens + tileTokens - 1) / tileTokens)
+    }
+
+    /// Parts a product added into the residual is split into over its `columns` (each part a
+    /// multiple of `step` columns, the tile's step and the group size): 4 for at most 384 tiles, 2
+    /// for at most 768, else 1; `PHI_GPU_PREFILL_SPLIT` (1, 2, 4 or 8) sets it by hand. At 512
+    /// tokens o and down have 192 tiles of 128 × 64, which an H200 runs at 2 a multiprocessor on
+    /// 132: three quarters of one wave (BENCHMARKS.md, tenth session).
+    static func parts(tiles: Int, columns: Int, step: Int, environment: [String: String] = processEnvironment) -> Int {
+        var parts = tiles <= 384 ? 4 : tiles <= 768 ? 2 : 1
+        if let forced = environment[splitVariable].flatMap(Int.init), [1, 2, 4, 8].contains(forced) { parts = forced }
+        while parts > 1 && columns % (parts * step) != 0 { parts /= 2 }
+        return parts
+    }
+
+    /// The environment variable that sets how many parts `parts` splits products into.
+    static let splitVariable = "PHI_GPU_PREFILL_SPLIT"
+
     /// The environment variable that picks the prefill kernel by hand, for benchmarks and checks:
     /// `general` (matmul.comp), `tiled` or `cooperativeMatrix`; unset, the best that runs.
     static let environmentVariable = "PHI_GPU_PREFILL"
@@ -159,12 +179,38 @@ public struct PrefillKernelNotAvailable: Error, CustomStringConvertible {
 }
 
 extension GPUBackend {
-    /// Queues a many-token product with the tiled prefill kernels when they apply; returns false
-    /// to let the caller use the general kernel.
-    func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor) throws -> Bool {
+    /// Queues a many-token product with the tiled prefill kernels when they apply, and with
+    /// `accumulator` also accumulator += out; returns false to let the caller use the general kernel.
+    /// A product added into an accumulator is split over its columns when it has few tiles
+    /// (`PrefillKernel.parts`): its parts' sums are added up by the dispatch that adds them in.
+    func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
+                            accumulateInto accumulator: BackendTensor? = nil) throws -> Bool {
         guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, columns: weight.columns, device: context.device)
         else { return false }
-        try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)
+        guard let accumulator else {
+            try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)
+            return true
+        }
+        let parts = out.columns == weight.rows && accumulator.columns == weight.rows
+            ? PrefillKernel.parts(tiles: kernel.tiles(rows: weight.rows, tokens: rows.count), columns: weight.columns,
+                                  step: max(kernel.tileColumns, weight.groupSize))
+            : 1
+        guard parts > 1 else {
+            try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)
+            try queueAdd(out, count: rows.count, into: accumulator)
+            return true
+        }
+        if prefillPartSums.map({ $0.columns != weight.rows || $0.rows < parts * rows.count }) ?? true {
+            // Commands queued with the previous buffer hold on to it until they have run.
+            prefillPartSums = try gpu(try makeTensor(rows: parts * max(rows.count, 512), columns: weight.rows))
+        }
+        guard let sums = prefillPartSums else { throw BackendError.notPrepared }
+        try queuePrefillMatmul(x, rows: rows, weight: weight, into: sums, kernel: kernel, parts: parts)
+        let pipeline = try context.pipeline(ShaderLibrary.addParts, bindings: 3, pushConstantSize: MemoryLayout<ElementwiseConstants>.size,
+                                            specialization: [256])
+        try dispatch(pipeline, [BufferBinding(try gpu(accumulator).buffer), BufferBinding(sums.buffer), BufferBinding(try gpu(out).buffer)],
+                     ElementwiseConstants(count: UInt32(rows.count), width: UInt32(weight.rows), offset: UInt32(parts)),
+                     groups: ((rows.count * weight.rows + 255) / 256, 1, 1))
         return true
     }
 
@@ -188,15 +234,17 @@ extension GPUBackend {
 
     /// Queues out (rows.count, out.columns) = x[rows] (rows.count, columns) · Wᵀ with `kernel`. The
     /// cooperative kernel reads x in Float16: rows `rows` are converted into `halfInputs` first.
+    /// With `parts` > 1 the columns are split into that many equal shares, whose partial sums go to
+    /// `parts` consecutive (rows.count, out.columns) blocks of out.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
-                            kernel: PrefillKernel) throws {
+                            kernel: PrefillKernel, parts: Int = 1) throws {
         var input = try gpu(x).buffer
         var inputRow = rows.lowerBound
         if kernel.kind == .cooperativeMatrix {
             (input, inputRow) = (try queueHalfConversion(x, rows: rows).buffer, 0)
         }
         let pipeline = try context.pipeline(kernel.shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,
-                                            specialization: [])
+                                            specialization: [UInt32(parts)])
         let constants = MatmulConstants(rows: UInt32(weight.rows), columns: UInt32(weight.columns), tokens: UInt32(rows.count),
                                         inputRow: UInt32(inputRow), groupSize: UInt32(weight.groupSize),
                                         outputStride: UInt32(out.columns))
@@ -204,6 +252,6 @@ extension GPUBackend {
                                 BufferBinding(weight.biases), BufferBinding(try gpu(out).buffer)],
                      constants,
                      groups: ((weight.rows + kernel.tileRows - 1) / kernel.tileRows,
-                              (rows.count + kernel.tileTokens - 1) / kernel.tileTokens, 1))
+                              (rows.count + kernel.tileTokens - 1) / kernel.tileTokens, parts))
     }
 }

@@ -31,6 +31,7 @@ public final class GPUBackend: ProfilingBackend {
     var finishedCounts: Buffer?                       // (splitTokens, heads) UInt32: split attention's workgroups done, 0 between dispatches
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
+    var prefillPartSums: GPUTensor?                   // (parts · tokens, rows) the partial sums of a prefill product split over its columns, grown on demand
     var halfInputs: GPUTensor?                        // (tokens, columns / 2) Float16 pairs: x of a cooperative prefill product, grown on demand
     var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
     var attentionChunkSize = 0
@@ -261,9 +262,12 @@ public final class GPUBackend: ProfilingBackend {
                         BufferBinding(try gpu(out).buffer)]
         let constants = MatmulConstants(rows: UInt32(w.rows), columns: UInt32(w.columns), tokens: UInt32(rows.count),
                                         inputRow: UInt32(rows.lowerBound), groupSize: UInt32(w.groupSize), outputStride: UInt32(out.columns))
-        if try queuePrefillMatmul(x, rows: rows, weight: w, into: out) {
-            lastProduct = nil
-            if let accumulator { try queueAdd(out, count: rows.count, into: accumulator) }
+        let start = stream.queued.count
+        if try queuePrefillMatmul(x, rows: rows, weight: w, into: out, accumulateInto: accumulator) {
+            if accumulator == nil {  // for `add` to re-queue with the sum fused
+                lastProduct = QueuedProduct(index: stream.queued.count - 1, x: x, rows: rows, weight: weight, out: out,
+                                            prologue: nil, commands: stream.queued.count - start)
+            }
             return
         }
         let tokensPerGroup = 8
@@ -325,7 +329,7 @@ public final class GPUBackend: ProfilingBackend {
         // A product into `x` queued just before is re-queued to add into `accumulator` itself.
         if let product = lastProduct, product.index == stream.queued.count - 1, product.out === x, product.rows.count == count,
            accumulator.columns == x.columns, accumulator !== product.x, accumulator !== product.prologue?.input {
-            stream.removeLast()
+            for _ in 0..<product.commands { stream.removeLast() }
             try queueMatmul(product.x, rows: product.rows, weight: product.weight, into: product.out, accumulateInto: accumulator,
                             prologue: product.prologue)
             return
@@ -333,7 +337,7 @@ public final class GPUBackend: ProfilingBackend {
         try queueAdd(x, count: count, into: accumulator)
     }
 
-    private func queueAdd(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
+    func queueAdd(_ x: BackendTensor, count: Int, into accumulator: BackendTensor) throws {
         try elementwise(ShaderLibrary.add, accumulator, x, count: count, width: x.columns)
     }
 

@@ -38,7 +38,7 @@ struct EmbedConstants {
 struct ElementwiseConstants {
     var count: UInt32
     var width: UInt32
-    /// Elements of the input before the first row read (toHalf only).
+    /// Elements of the input before the first row read (toHalf); parts added up (addParts).
     var offset: UInt32 = 0
 }
 

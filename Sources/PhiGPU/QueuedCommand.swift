@@ -12,6 +12,8 @@ struct QueuedProduct {
     var out: BackendTensor
     /// The prologue fused into the product, which its re-queueing keeps.
     var prologue: QueuedPrologue?
+    /// Commands the product queued, ending at `index` (a prefill product's conversion of x to Float16 too).
+    var commands = 1
 }
 
 /// A queued one-token RMSNorm or SiLU gate that the decode product reading its output may compute

@@ -168,6 +168,51 @@ final class PrefillMatmulTests: XCTestCase {
         try TestGPU.assertNoValidationErrors()
     }
 
+    /// A many-token product whose output is then added into the residual is re-queued split over its
+    /// columns (2 parts here: 64 columns in steps of 32), the parts added up by the add: both the
+    /// product and the residual match the CPU, 4-bit and 8-bit.
+    func testProductAddedIntoTheResidualIsSplitOverItsColumns() throws {
+        for bits in [4, 8] {
+            let tokens = 100
+            let weight = randomMatrix(rows: 96, columns: 64, bits: bits, groupSize: 32)
+            var weights = RandomWeights.make(config: GPUBackendTests.smallConfig, seed: random.next(), bits: bits, groupSize: 16)
+            weights.layers[0].qkv = weight.matrix
+            let backend = try GPUBackend(context: try TestGPU.context())
+            let config = weights.config
+            try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
+            let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, columns: 64, device: backend.context.device))
+            XCTAssertEqual(PrefillKernel.parts(tiles: kernel.tiles(rows: 96, tokens: tokens), columns: 64, step: 32, environment: [:]), 2)
+            let x = random.floats(tokens * 64)
+            let residual = random.floats(tokens * 96)
+            let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 64) as? GPUTensor)
+            try input.buffer.upload(x)
+            let out = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
+            try out.buffer.fill(poison)
+            let accumulator = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
+            try accumulator.buffer.upload(residual)
+            try backend.matmul(input, rows: 0..<tokens, weight: .qkv(layer: 0), into: out)
+            try backend.add(out, count: tokens, into: accumulator)
+            let product = CPUReference.matmul(x, weight: weight.matrix)
+            let tolerance: Float = kernel.kind == .cooperativeMatrix ? 1e-2 : 1e-4
+            assertClose(try backend.read(out, rows: 0..<tokens), product, relative: tolerance, "split product \(bits)-bit")
+            assertClose(try backend.read(accumulator, rows: 0..<tokens), zip(residual, product).map { $0 + $1 }, relative: tolerance,
+                        "residual plus split product \(bits)-bit")
+        }
+        try TestGPU.assertNoValidationErrors()
+    }
+
+    /// Products with few tiles are split into more parts; a part is a whole number of steps, and
+    /// PHI_GPU_PREFILL_SPLIT sets the number by hand.
+    func testSplitPartsFollowTheTilesAndTheColumns() {
+        XCTAssertEqual(PrefillKernel.parts(tiles: 192, columns: 8192, step: 64, environment: [:]), 4)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 576, columns: 3072, step: 64, environment: [:]), 2)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 3072, step: 64, environment: [:]), 1)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 48, columns: 192, step: 64, environment: [:]), 1)  // 3 steps: no even split
+        XCTAssertEqual(PrefillKernel.parts(tiles: 48, columns: 256, step: 64, environment: [:]), 4)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 192, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "1"]), 1)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "8"]), 8)
+    }
+
     /// The choice: by the device's features, never its name; PHI_GPU_PREFILL overrides it, and a
     /// kernel that is unknown or cannot run is a clear error.
     func testKernelChoiceFollowsTheDeviceFeaturesAndTheOverride() throws {
