@@ -146,15 +146,20 @@ final class PrefillMatmulTests: XCTestCase {
         try TestGPU.assertNoValidationErrors()
     }
 
+    /// A backend prepared with the small test model whose layer 0 qkv is `matrix` (96 × 64).
+    func backendWithQKV(_ matrix: QuantizedMatrix, bits: Int) throws -> GPUBackend {
+        var weights = RandomWeights.make(config: GPUBackendTests.smallConfig, seed: random.next(), bits: bits, groupSize: 16)
+        weights.layers[0].qkv = matrix
+        let backend = try GPUBackend(context: try TestGPU.context())
+        try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: weights.config, contextLength: 16))
+        return backend
+    }
+
     /// `GPUBackend.matmul` itself: products of more than 8 tokens go to the kernel `choose` picks.
     func testBackendMatmulOfManyTokensMatchesTheCPUReference() throws {
         for (bits, tokens) in [(4, 9), (8, 100)] {
             let weight = randomMatrix(rows: 96, columns: 64, bits: bits, groupSize: 32)
-            var weights = RandomWeights.make(config: GPUBackendTests.smallConfig, seed: random.next(), bits: bits, groupSize: 16)
-            weights.layers[0].qkv = weight.matrix
-            let backend = try GPUBackend(context: try TestGPU.context())
-            let config = weights.config
-            try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
+            let backend = try backendWithQKV(weight.matrix, bits: bits)
             let x = random.floats(tokens * 64)
             let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 64) as? GPUTensor)
             try input.buffer.upload(x)
@@ -175,11 +180,7 @@ final class PrefillMatmulTests: XCTestCase {
         for bits in [4, 8] {
             let tokens = 100
             let weight = randomMatrix(rows: 96, columns: 64, bits: bits, groupSize: 32)
-            var weights = RandomWeights.make(config: GPUBackendTests.smallConfig, seed: random.next(), bits: bits, groupSize: 16)
-            weights.layers[0].qkv = weight.matrix
-            let backend = try GPUBackend(context: try TestGPU.context())
-            let config = weights.config
-            try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
+            let backend = try backendWithQKV(weight.matrix, bits: bits)
             let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, columns: 64, device: backend.context.device))
             XCTAssertEqual(PrefillKernel.parts(tiles: kernel.tiles(rows: 96, tokens: tokens), columns: 64, step: 32, environment: [:]), 2)
             let x = random.floats(tokens * 64)
