@@ -44,9 +44,6 @@
 #error "a tile's chunks must divide evenly among the invocations"
 #endif
 layout(local_size_x = THREADS) in;
-// Parts the product is split into over its columns (gl_NumWorkGroups.z): a constant, so that the
-// unsplit kernel keeps its column loop as it was (a runtime split cost qkv 341 against 295 µs).
-layout(constant_id = 0) const uint PARTS = 1;
 
 #define X_F16
 #include "prefill.glsl"
@@ -114,10 +111,8 @@ void main() {
     uvec2 words[W_CHUNKS];       // this invocation's chunks of W for the next step
     f16vec2 scale_bias[W_CHUNKS]; // and their groups' scale and bias (an invocation's chunks keep their rows from step to step)
     uvec4 xs[X_CHUNKS];          // and of x
-    const uint part = PARTS == 1 ? 0 : gl_WorkGroupID.z;
-    const uint part_columns = pc.columns / PARTS;
-    const uint k_begin = part * part_columns, k_end = k_begin + part_columns;
-    const uint y_offset = part * pc.tokens * pc.output_stride;
+    const ColumnShare share = column_share();
+    const uint k_begin = share.k_begin, k_end = share.k_end, y_offset = share.y_offset;
     Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
     Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
     for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {

@@ -13,9 +13,6 @@
 #define THREADS_R (TILE_ROWS / THREAD_ROWS)     // invocations along rows
 #define THREADS (THREADS_T * THREADS_R)
 layout(local_size_x = THREADS) in;
-// Parts the product is split into over its columns (gl_NumWorkGroups.z): a constant, so that the
-// unsplit kernel keeps its column loop as it was (a runtime split cost qkv 341 against 295 µs).
-layout(constant_id = 0) const uint PARTS = 1;
 
 #include "prefill.glsl"
 
@@ -37,11 +34,8 @@ void main() {
     }
     StagedWord words[WORD_LOADS];
     vec4 xs[X_LOADS];
-    // Split over its columns, workgroup z takes the z-th share and writes part z of y (matmul_coopmat.comp).
-    const uint part = PARTS == 1 ? 0 : gl_WorkGroupID.z;
-    const uint part_columns = pc.columns / PARTS;
-    const uint k_begin = part * part_columns, k_end = k_begin + part_columns;
-    const uint y_offset = part * pc.tokens * pc.output_stride;
+    const ColumnShare share = column_share();
+    const uint k_begin = share.k_begin, k_end = share.k_end, y_offset = share.y_offset;
     stage_tiles(tid, row0, token0, k_begin, words, xs);
     for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
         for (uint i = 0; i < WORD_LOADS; ++i) {
