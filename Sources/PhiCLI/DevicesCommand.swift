@@ -39,7 +39,8 @@ struct Devices: ParsableCommand {
             let mark = device.index == chosen?.index ? "*" : " "
             print("\(mark) [\(device.index)] \(device.name)")
             print("      type: \(device.kind.rawValue), Vulkan \(device.apiVersion), driver \(device.driverName) \(device.driverInfo)")
-            print("      subgroup size: \(device.subgroupSize), shared memory: \(device.sharedMemoryBytes / 1024) KiB, max workgroup: \(device.maxWorkgroupInvocations)")
+            print("      subgroup size: \(device.subgroupSize), shared memory: \(device.sharedMemoryBytes / 1024) KiB, max workgroup: \(device.maxWorkgroupInvocations)"
+                  + (device.multiprocessors.map { ", multiprocessors: \($0)" } ?? ""))
             for (index, heap) in device.heaps.enumerated() {
                 var line = "      heap \(index): \(Self.gibibytes(heap.size))\(heap.deviceLocal ? " device-local" : "")"
                 if let budget = heap.budget { line += ", budget \(Self.gibibytes(budget))" }

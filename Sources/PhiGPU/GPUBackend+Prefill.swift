@@ -49,12 +49,14 @@ struct PrefillKernel: Sendable {
     /// 7,906-7,923); slower there: 64 × 128 in 4 subgroups, 64 × 256, 64 columns a step (both
     /// tiles), 128 × 64 in 4 subgroups, 256 × 64 (BENCHMARKS.md, sixth session). With x in Float16
     /// (eighth session, H200): 128 × 64 295, 123, 456, 318; 64 × 128 347, 141, 529, 395; 64 × 64
-    /// 345, 126, 609, 340; 128 × 128 393, 167, 470, 453.
+    /// 345, 126, 609, 340; 128 × 128 393, 167, 470, 453. 256 × 128 in 16 subgroups of 64 × 32
+    /// (eleventh session, H200): 382, 199, 408, 522; see `largeTile`.
     static let cooperativeTiles: [CooperativeTile] = [
         CooperativeTile(name: "", tokens: 64, rows: 128, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_64x64", tokens: 64, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_128x128", tokens: 128, rows: 128, columns: 32, warpTokens: 64, warpRows: 64),
         CooperativeTile(name: "_128x64", tokens: 128, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
+        CooperativeTile(name: "_256x128", tokens: 256, rows: 128, columns: 32, warpTokens: 64, warpRows: 32),
     ]
 
     /// The variant of `kind` for `bits`-bit weights (4 or 8); for cooperative matrices the tile
@@ -117,7 +119,9 @@ struct PrefillKernel: Sendable {
     /// forcing cooperativeMatrix). Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens
     /// (x in Float32 then): cooperative 61-86 TFLOP/s (after unrolling its loops: 23-29 without),
     /// Float32 tiles 19-25, matmul.comp 6-7.
-    static func choose(tokens: Int, bits: Int, columns: Int, device: Device,
+    /// With `rows` (a product not split over its columns), a product whose large tiles fill the
+    /// device's waves (`largeTileFills`) takes `largeTile` instead of the default.
+    static func choose(tokens: Int, bits: Int, columns: Int, rows: Int? = nil, device: Device,
                        environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
         guard tokens >= minimumTokens, bits == 4 || bits == 8 else { return nil }
         let tileSetting = environment[tileVariable] ?? ""
@@ -147,6 +151,11 @@ struct PrefillKernel: Sendable {
             }
             return chosen
         }
+        if columns % 8 == 0, tileSetting.isEmpty, let rows, let multiprocessors = device.physical.multiprocessors,
+           let large = variant(.cooperativeMatrix, bits: bits, tile: largeTile), large.runs(on: device),
+           largeTileFills(rows: rows, tokens: tokens, multiprocessors: multiprocessors) {
+            return large
+        }
         if columns % 8 == 0,
            let cooperative = variant(.cooperativeMatrix, bits: bits, tile: tile) ?? variant(.cooperativeMatrix, bits: bits, tile: defaultTile),
            cooperative.runs(on: device) {
@@ -159,7 +168,7 @@ struct PrefillKernel: Sendable {
     /// measured 16.7 ms of host time in a 512-token pass on the H100's host.
     static let processEnvironment = ProcessInfo.processInfo.environment
 
-    /// Picks the cooperative-matrix tile by its shape (`64x128`, `64x64`, `128x128`, `128x64`; see
+    /// Picks the cooperative-matrix tile by its shape (`64x128`, `64x64`, `128x128`, `128x64`, `256x128`; see
     /// `cooperativeTiles`), for measurements; unset, `defaultTile`.
     static let tileVariable = "PHI_GPU_PREFILL_TILE"
 
@@ -168,6 +177,23 @@ struct PrefillKernel: Sendable {
     /// pp32 1,852 against 1,707 t/s, pp64 3,589 against 3,246, pp100 5,354 against 4,635; at 8 bits
     /// pp100 5,040 against 4,099 and pp512 11,040 against 9,360.
     static let defaultTile = "_128x64"
+
+    /// The large cooperative tile: 256 tokens × 128 rows in 16 subgroups of 64 × 32 (4-bit weights).
+    /// A multiprocessor holds one (121 registers × 512 invocations on an H200), which multiplies
+    /// about a tenth faster than two of 128 × 64 when both fill their waves, but wastes more when
+    /// they do not: on an H200 at 512 tokens, gate·up (256 tiles on 132 multiprocessors) 408
+    /// against 454 µs, qkv (144 tiles: 1.09 waves) 382 against 294 (BENCHMARKS.md, eleventh session).
+    static let largeTile = "_256x128"
+
+    /// Whether a product of `rows` rows and `tokens` tokens, in large tiles one per multiprocessor,
+    /// keeps at least 90% of its waves busy: out's size against the waves' tiles (so that tokens
+    /// padding a tile count as idle too).
+    static func largeTileFills(rows: Int, tokens: Int, multiprocessors: Int) -> Bool {
+        guard let shape = cooperativeTiles.first(where: { $0.name == largeTile }), multiprocessors > 0 else { return false }
+        let tiles = ((rows + shape.rows - 1) / shape.rows) * ((tokens + shape.tokens - 1) / shape.tokens)
+        let waves = (tiles + multiprocessors - 1) / multiprocessors
+        return 10 * rows * tokens >= 9 * waves * multiprocessors * shape.rows * shape.tokens
+    }
 }
 
 /// `PHI_GPU_PREFILL` or `PHI_GPU_PREFILL_TILE` names a prefill kernel or tile that does not exist
@@ -185,7 +211,8 @@ extension GPUBackend {
     /// (`PrefillKernel.parts`): its parts' sums are added up by the dispatch that adds them in.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
                             accumulateInto accumulator: BackendTensor? = nil) throws -> Bool {
-        guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, columns: weight.columns, device: context.device)
+        guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, columns: weight.columns,
+                                                    rows: accumulator == nil ? weight.rows : nil, device: context.device)
         else { return false }
         guard let accumulator else {
             try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)

@@ -56,6 +56,8 @@ public struct PhysicalDevice: @unchecked Sendable {
     /// `maxComputeSharedMemorySize` in bytes.
     public let sharedMemoryBytes: Int
     public let maxWorkgroupInvocations: Int
+    /// Streaming multiprocessors, where the device says (VK_NV_shader_sm_builtins); else nil.
+    public let multiprocessors: Int?
     /// Nanoseconds per timestamp tick.
     public let timestampPeriod: Float
     public let features: Features
@@ -86,20 +88,27 @@ public struct PhysicalDevice: @unchecked Sendable {
         default: kind = .other
         }
 
-        // Subgroup and driver properties, chained into one properties2 query.
+        // Subgroup, driver and (where offered) multiprocessor properties, chained into one properties2 query.
         var subgroup = VkPhysicalDeviceSubgroupProperties()
         subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
         var driver = VkPhysicalDeviceDriverProperties()
         driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
-        withUnsafeMutablePointer(to: &driver) { driverPointer in
-            subgroup.pNext = UnsafeMutableRawPointer(driverPointer)
-            withUnsafeMutablePointer(to: &subgroup) { subgroupPointer in
-                var properties2 = VkPhysicalDeviceProperties2()
-                properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
-                properties2.pNext = UnsafeMutableRawPointer(subgroupPointer)
-                vkGetPhysicalDeviceProperties2(handle, &properties2)
+        var multiprocessor = VkPhysicalDeviceShaderSMBuiltinsPropertiesNV()
+        multiprocessor.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV
+        let hasMultiprocessors = extensions.contains("VK_NV_shader_sm_builtins")
+        withUnsafeMutablePointer(to: &multiprocessor) { multiprocessorPointer in
+            if hasMultiprocessors { driver.pNext = UnsafeMutableRawPointer(multiprocessorPointer) }
+            withUnsafeMutablePointer(to: &driver) { driverPointer in
+                subgroup.pNext = UnsafeMutableRawPointer(driverPointer)
+                withUnsafeMutablePointer(to: &subgroup) { subgroupPointer in
+                    var properties2 = VkPhysicalDeviceProperties2()
+                    properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+                    properties2.pNext = UnsafeMutableRawPointer(subgroupPointer)
+                    vkGetPhysicalDeviceProperties2(handle, &properties2)
+                }
             }
         }
+        multiprocessors = hasMultiprocessors && multiprocessor.shaderSMCount > 0 ? Int(multiprocessor.shaderSMCount) : nil
         subgroupSize = Int(subgroup.subgroupSize)
         driverName = string(fromCTuple: driver.driverName)
         driverInfo = string(fromCTuple: driver.driverInfo)

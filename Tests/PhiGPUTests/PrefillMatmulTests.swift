@@ -214,6 +214,21 @@ final class PrefillMatmulTests: XCTestCase {
         XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "8"]), 8)
     }
 
+    /// The large tile goes where its tiles keep 90% of the device's waves busy: on an H200's 132
+    /// multiprocessors, gate·up at 256 and 512 tokens, not qkv (144 tiles at 512 tokens, 1.09 waves)
+    /// nor a prompt that pads its second row of tiles (300 tokens).
+    func testLargeTileGoesWhereItFillsTheWaves() {
+        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 16_384, tokens: 512, multiprocessors: 132))
+        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 16_384, tokens: 256, multiprocessors: 132))
+        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 16_384, tokens: 1024, multiprocessors: 132))
+        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 9216, tokens: 512, multiprocessors: 132))
+        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 9216, tokens: 2048, multiprocessors: 132), "576 tiles: 4.36 waves")
+        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 16_384, tokens: 300, multiprocessors: 132), "the second row of tiles is mostly padding")
+        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 3072, tokens: 512, multiprocessors: 132))
+        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 3072, tokens: 512, multiprocessors: 48), "48 tiles on 48 multiprocessors")
+        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 16_384, tokens: 512, multiprocessors: 0))
+    }
+
     /// The choice: by the device's features, never its name; PHI_GPU_PREFILL overrides it, and a
     /// kernel that is unknown or cannot run is a clear error.
     func testKernelChoiceFollowsTheDeviceFeaturesAndTheOverride() throws {
@@ -225,6 +240,11 @@ final class PrefillMatmulTests: XCTestCase {
         let cooperative = device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32
         XCTAssertEqual(chosen.kind == .cooperativeMatrix, cooperative, "cooperative matrices exactly where the device offers them")
         XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4_128x64" : "matmulTiledQ4", "128 tokens × 64 rows")
+        let wide = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, rows: 16_384, device: device, environment: none))
+        let large = cooperative && device.physical.multiprocessors.map {
+            PrefillKernel.largeTileFills(rows: 16_384, tokens: 512, multiprocessors: $0) } == true
+        XCTAssertEqual(wide.shader.name, large ? "matmulCoopmatQ4_256x128" : chosen.shader.name,
+                       "the large tile only on cooperative devices that report their multiprocessors, where it fills the waves")
         let shorter = try XCTUnwrap(try PrefillKernel.choose(tokens: 9, bits: 4, columns: 64, device: device, environment: none))
         XCTAssertEqual(shorter.shader.name, chosen.shader.name, "the same tile for short prompts")
         if cooperative {
