@@ -11,7 +11,8 @@ struct PrefillKernel: Sendable {
         /// Float32, 64 tokens × 64 rows a workgroup, 4 × 4 an invocation (16 KiB of shared memory).
         case tiled
         /// NV cooperative matrices: Float16 inputs, Float32 sums, a tile of `cooperativeTiles` a
-        /// workgroup (`defaultTile`, 128 tokens × 64 rows, unless `PHI_GPU_PREFILL_TILE` names another).
+        /// workgroup (`defaultTile`, 128 tokens × 64 rows, or `largeTile` where it fills the waves,
+        /// unless `PHI_GPU_PREFILL_TILE` names another).
         case cooperativeMatrix
     }
 
@@ -127,7 +128,12 @@ struct PrefillKernel: Sendable {
         let tileSetting = environment[tileVariable] ?? ""
         let requested = tileSetting.hasPrefix("_") ? String(tileSetting.dropFirst()) : tileSetting
         // The unnamed variant is 64 × 128.
-        let tile = tileSetting.isEmpty ? defaultTile : requested == "64x128" ? "" : "_" + requested
+        var tile = tileSetting.isEmpty ? defaultTile : requested == "64x128" ? "" : "_" + requested
+        if tileSetting.isEmpty, let rows, let multiprocessors = device.physical.multiprocessors,
+           largeTileFills(rows: rows, tokens: tokens, multiprocessors: multiprocessors),
+           variant(.cooperativeMatrix, bits: bits, tile: largeTile)?.runs(on: device) == true {
+            tile = largeTile
+        }
         let tileNames = cooperativeTiles.map { $0.name.isEmpty ? "64x128" : String($0.name.dropFirst()) }.joined(separator: ", ")
         guard cooperativeTiles.contains(where: { $0.name == tile }) else {
             throw PrefillKernelNotAvailable(setting: "\(tileVariable)=\(tileSetting)", reason:
@@ -150,11 +156,6 @@ struct PrefillKernel: Sendable {
                     + "; unset it to choose automatically")
             }
             return chosen
-        }
-        if columns % 8 == 0, tileSetting.isEmpty, let rows, let multiprocessors = device.physical.multiprocessors,
-           let large = variant(.cooperativeMatrix, bits: bits, tile: largeTile), large.runs(on: device),
-           largeTileFills(rows: rows, tokens: tokens, multiprocessors: multiprocessors) {
-            return large
         }
         if columns % 8 == 0,
            let cooperative = variant(.cooperativeMatrix, bits: bits, tile: tile) ?? variant(.cooperativeMatrix, bits: bits, tile: defaultTile),
