@@ -37,12 +37,15 @@
 #define BLOCKS_R (WARP_ROWS / 16)      // accumulators along rows per subgroup
 #define CHUNKS_PER_ROW (TILE_K / 8)    // uvec4s of 8 Float16 per tile row and step
 #define STRIDE (CHUNKS_PER_ROW + 1)    // uvec4s between tile rows: padded by 16 bytes against bank conflicts
-#define W_CHUNKS (TILE_ROWS * CHUNKS_PER_ROW / THREADS)   // chunks of W each invocation stages per step
-#define X_CHUNKS (TILE_TOKENS * CHUNKS_PER_ROW / THREADS) // chunks of x each invocation stages per step
+#define W_TILE_CHUNKS (TILE_ROWS * CHUNKS_PER_ROW)         // chunks of W a step stages
+#define X_TILE_CHUNKS (TILE_TOKENS * CHUNKS_PER_ROW)       // chunks of x a step stages
+#define W_CHUNKS ((W_TILE_CHUNKS + THREADS - 1) / THREADS)  // chunks of W each invocation stages per step (at most)
+#define X_CHUNKS ((X_TILE_CHUNKS + THREADS - 1) / THREADS)  // chunks of x each invocation stages per step (at most)
+// Whether invocation `tid`'s i-th chunk is part of the tile: always where the chunks divide
+// evenly among the invocations (the check then folds away), else not for the last ones.
+#define HAS_W_CHUNK(i) (W_CHUNKS * THREADS == W_TILE_CHUNKS || tid + (i) * THREADS < W_TILE_CHUNKS)
+#define HAS_X_CHUNK(i) (X_CHUNKS * THREADS == X_TILE_CHUNKS || tid + (i) * THREADS < X_TILE_CHUNKS)
 #define WORDS_PER_CHUNK (BITS / 4)
-#if W_CHUNKS * THREADS != TILE_ROWS * CHUNKS_PER_ROW || X_CHUNKS * THREADS != TILE_TOKENS * CHUNKS_PER_ROW
-#error "a tile's chunks must divide evenly among the invocations"
-#endif
 layout(local_size_x = THREADS) in;
 
 #define X_F16
@@ -119,20 +122,28 @@ void main() {
         if (k0 == k_begin) {
             [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                load_w_chunk(row0 + index / CHUNKS_PER_ROW, k0 / 8 + index % CHUNKS_PER_ROW, true, words[i], scale_bias[i]);
+                if (HAS_W_CHUNK(i)) {
+                    load_w_chunk(row0 + index / CHUNKS_PER_ROW, k0 / 8 + index % CHUNKS_PER_ROW, true, words[i], scale_bias[i]);
+                }
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, k0 / 8 + index % CHUNKS_PER_ROW);
+                if (HAS_X_CHUNK(i)) {
+                    xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, k0 / 8 + index % CHUNKS_PER_ROW);
+                }
             }
         }
         [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
             const uint index = tid + i * THREADS;
-            w_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] = dequantized_chunk(words[i], scale_bias[i]);
+            if (HAS_W_CHUNK(i)) {
+                w_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] = dequantized_chunk(words[i], scale_bias[i]);
+            }
         }
         [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
             const uint index = tid + i * THREADS;
-            x_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] = xs[i];
+            if (HAS_X_CHUNK(i)) {
+                x_tile[(index / CHUNKS_PER_ROW) * STRIDE + index % CHUNKS_PER_ROW] = xs[i];
+            }
         }
         barrier();
         const uint next = k0 + TILE_K;
@@ -141,11 +152,15 @@ void main() {
             const bool new_group = next % pc.group_size == 0 || pc.group_size % TILE_K != 0;
             [[unroll]] for (uint i = 0; i < W_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                load_w_chunk(row0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW, new_group, words[i], scale_bias[i]);
+                if (HAS_W_CHUNK(i)) {
+                    load_w_chunk(row0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW, new_group, words[i], scale_bias[i]);
+                }
             }
             [[unroll]] for (uint i = 0; i < X_CHUNKS; ++i) {
                 const uint index = tid + i * THREADS;
-                xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW);
+                if (HAS_X_CHUNK(i)) {
+                    xs[i] = load_x(token0 + index / CHUNKS_PER_ROW, next / 8 + index % CHUNKS_PER_ROW);
+                }
             }
         }
         [[unroll]] for (uint k = 0; k < CHUNKS_PER_ROW; k += 2) { // 16 columns a product

@@ -30,8 +30,10 @@ layout(push_constant) uniform MatmulConstants {
 layout(constant_id = 0) const uint PARTS = 1;
 
 // This workgroup's share of the columns, [k_begin, k_end), and where its part of y starts: part z
-// of PARTS takes the z-th equal share and writes its partial sums to the z-th (tokens,
-// output_stride) block of y.
+// of PARTS takes the z-th share of whole steps (a step being TILE_K columns or a group, whichever is
+// larger: the caller makes the columns a multiple of it), ceil(steps / PARTS) steps each, so that
+// the last parts may have fewer or none (their sums are then zeros), and writes its partial sums to
+// the z-th (tokens, output_stride) block of y.
 struct ColumnShare {
     uint k_begin;
     uint k_end;
@@ -39,16 +41,22 @@ struct ColumnShare {
 };
 
 ColumnShare column_share() {
-    const uint part = PARTS == 1 ? 0 : gl_WorkGroupID.z;
-    const uint part_columns = pc.columns / PARTS;
-    return ColumnShare(part * part_columns, (part + 1) * part_columns, part * pc.tokens * pc.output_stride);
+    if (PARTS == 1) {
+        return ColumnShare(0, pc.columns, 0);
+    }
+    const uint part = gl_WorkGroupID.z;
+    const uint step = max(uint(TILE_K), pc.group_size);
+    const uint part_columns = (pc.columns / step + PARTS - 1) / PARTS * step;
+    const uint k_begin = min(part * part_columns, pc.columns);
+    return ColumnShare(k_begin, min(k_begin + part_columns, pc.columns), part * pc.tokens * pc.output_stride);
 }
 
 #define WORDS_PER_TILE_ROW (TILE_K / VALUES_PER_WORD)
-// Words of W and vec4s of x each invocation stages per step (the tiles divide evenly; checked below).
+// Words of W and vec4s of x each invocation stages per step in the Float32 tiles (they divide
+// evenly; checked below). The cooperative kernel stages its own way.
 #define WORD_LOADS (TILE_ROWS * WORDS_PER_TILE_ROW / THREADS)
 #define X_LOADS (TILE_TOKENS * TILE_K / 4 / THREADS)
-#if WORD_LOADS * THREADS != TILE_ROWS * WORDS_PER_TILE_ROW || X_LOADS * THREADS * 4 != TILE_TOKENS * TILE_K
+#if !defined(X_F16) && (WORD_LOADS * THREADS != TILE_ROWS * WORDS_PER_TILE_ROW || X_LOADS * THREADS * 4 != TILE_TOKENS * TILE_K)
 #error "a tile's words of W and vec4s of x must divide evenly among the invocations"
 #endif
 

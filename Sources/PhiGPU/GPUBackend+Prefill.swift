@@ -38,6 +38,10 @@ struct PrefillKernel: Sendable {
         let name: String
         let tokens: Int, rows: Int, columns: Int, warpTokens: Int, warpRows: Int
         var threads: Int { 32 * (tokens / warpTokens) * (rows / warpRows) }
+        /// Workgroups of a product of `rows` rows of W and `tokens` tokens.
+        func count(rows: Int, tokens: Int) -> Int {
+            ((rows + self.rows - 1) / self.rows) * ((tokens + self.tokens - 1) / self.tokens)
+        }
         /// Shared memory: the Float16 tiles of x and W (rows padded by 8 values) and a 16 × 16
         /// Float32 block per subgroup for the edges.
         var sharedBytes: Int { 2 * (columns + 8) * (tokens + rows) + 4 * 256 * threads / 32 }
@@ -51,13 +55,14 @@ struct PrefillKernel: Sendable {
     /// tiles), 128 × 64 in 4 subgroups, 256 × 64 (BENCHMARKS.md, sixth session). With x in Float16
     /// (eighth session, H200): 128 × 64 295, 123, 456, 318; 64 × 128 347, 141, 529, 395; 64 × 64
     /// 345, 126, 609, 340; 128 × 128 393, 167, 470, 453. 256 × 128 in 16 subgroups of 64 × 32
-    /// (eleventh session, H200): 382, 199, 408, 522; see `largeTile`.
+    /// (eleventh session, H200): 382, 199, 408, 522. 256 × 144 in 12 subgroups of 64 × 48 (twelfth
+    /// session, H200): 194, —, 374, —; see `largeTile`.
     static let cooperativeTiles: [CooperativeTile] = [
         CooperativeTile(name: "", tokens: 64, rows: 128, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_64x64", tokens: 64, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
         CooperativeTile(name: "_128x128", tokens: 128, rows: 128, columns: 32, warpTokens: 64, warpRows: 64),
         CooperativeTile(name: "_128x64", tokens: 128, rows: 64, columns: 32, warpTokens: 32, warpRows: 32),
-        CooperativeTile(name: "_256x128", tokens: 256, rows: 128, columns: 32, warpTokens: 64, warpRows: 32),
+        CooperativeTile(name: "_256x144", tokens: 256, rows: 144, columns: 32, warpTokens: 64, warpRows: 48),
     ]
 
     /// The variant of `kind` for `bits`-bit weights (4 or 8); for cooperative matrices the tile
@@ -93,16 +98,33 @@ struct PrefillKernel: Sendable {
         ((rows + tileRows - 1) / tileRows) * ((tokens + tileTokens - 1) / tileTokens)
     }
 
-    /// Parts a product added into the residual is split into over its `columns` (each part a
-    /// multiple of `step` columns, the tile's step and the group size): 4 for at most 384 tiles, 2
-    /// for at most 768, else 1; `PHI_GPU_PREFILL_SPLIT` (1, 2, 4 or 8) sets it by hand. At 512
-    /// tokens o and down have 192 tiles of 128 × 64, which an H200 runs at 2 a multiprocessor on
-    /// 132: three quarters of one wave (BENCHMARKS.md, tenth session).
+    /// Parts a product added into the residual is split into over its `columns` (each part a whole
+    /// number of `step` columns, the tile's step or the group size, whichever is larger; the last
+    /// parts may get fewer), where the device does not say how many multiprocessors it has: 4 for
+    /// at most 384 tiles, 2 for at most 768, else 1. `PHI_GPU_PREFILL_SPLIT` (1 to 8) sets it by hand.
     static func parts(tiles: Int, columns: Int, step: Int, environment: [String: String] = processEnvironment) -> Int {
-        var parts = tiles <= 384 ? 4 : tiles <= 768 ? 2 : 1
-        if let forced = environment[splitVariable].flatMap(Int.init), [1, 2, 4, 8].contains(forced) { parts = forced }
-        while parts > 1 && columns % (parts * step) != 0 { parts /= 2 }
-        return parts
+        let parts = forcedParts(environment) ?? (tiles <= 384 ? 4 : tiles <= 768 ? 2 : 1)
+        return columns % step == 0 ? max(1, min(parts, columns / step)) : 1
+    }
+
+    /// The parts a product added into the residual is split into in this kernel's tiles:
+    /// `PHI_GPU_PREFILL_SPLIT`, else `bestParts` where the device says how many multiprocessors it
+    /// has and the tile is one `plan` weighs, else `parts(tiles:columns:step:)`.
+    func parts(rows: Int, tokens: Int, columns: Int, groupSize: Int, multiprocessors: Int?,
+               environment: [String: String] = Self.processEnvironment) -> Int {
+        let step = max(tileColumns, groupSize)
+        if Self.forcedParts(environment) == nil, kind == .cooperativeMatrix, let multiprocessors,
+           let cost = Self.tileCosts.first(where: { cost in
+               Self.cooperativeTiles.contains { $0.name == cost.name && $0.tokens == tileTokens && $0.rows == tileRows } }) {
+            return Self.bestParts(cost, rows: rows, tokens: tokens, columns: columns, step: step, splittable: true,
+                                  multiprocessors: multiprocessors).parts
+        }
+        return Self.parts(tiles: tiles(rows: rows, tokens: tokens), columns: columns, step: step, environment: environment)
+    }
+
+    /// `PHI_GPU_PREFILL_SPLIT`, when it names 1 to 8 parts.
+    static func forcedParts(_ environment: [String: String]) -> Int? {
+        environment[splitVariable].flatMap(Int.init).flatMap { (1...8).contains($0) ? $0 : nil }
     }
 
     /// The environment variable that sets how many parts `parts` splits products into.
@@ -120,19 +142,19 @@ struct PrefillKernel: Sendable {
     /// forcing cooperativeMatrix). Measured on an H100 at Phi-3.5-mini's shapes with 512 tokens
     /// (x in Float32 then): cooperative 61-86 TFLOP/s (after unrolling its loops: 23-29 without),
     /// Float32 tiles 19-25, matmul.comp 6-7.
-    /// With `rows` (a product not split over its columns), a product whose large tiles fill the
-    /// device's waves (`largeTileFills`) takes `largeTile` instead of the default.
-    static func choose(tokens: Int, bits: Int, columns: Int, rows: Int? = nil, device: Device,
-                       environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
+    /// With `rows`, on a device that says how many multiprocessors it has, the tile is `plan`'s
+    /// (`splittable`: the product may be split over its columns) instead of the default.
+    static func choose(tokens: Int, bits: Int, columns: Int, rows: Int? = nil, splittable: Bool = false, groupSize: Int = 64,
+                       device: Device, environment: [String: String] = processEnvironment) throws -> PrefillKernel? {
         guard tokens >= minimumTokens, bits == 4 || bits == 8 else { return nil }
         let tileSetting = environment[tileVariable] ?? ""
         let requested = tileSetting.hasPrefix("_") ? String(tileSetting.dropFirst()) : tileSetting
         // The unnamed variant is 64 × 128.
         var tile = tileSetting.isEmpty ? defaultTile : requested == "64x128" ? "" : "_" + requested
         if tileSetting.isEmpty, let rows, let multiprocessors = device.physical.multiprocessors,
-           largeTileFills(rows: rows, tokens: tokens, multiprocessors: multiprocessors),
            variant(.cooperativeMatrix, bits: bits, tile: largeTile)?.runs(on: device) == true {
-            tile = largeTile
+            tile = plan(rows: rows, tokens: tokens, columns: columns, step: max(32, groupSize), splittable: splittable,
+                        multiprocessors: multiprocessors).tile
         }
         let tileNames = cooperativeTiles.map { $0.name.isEmpty ? "64x128" : String($0.name.dropFirst()) }.joined(separator: ", ")
         guard cooperativeTiles.contains(where: { $0.name == tile }) else {
@@ -169,7 +191,7 @@ struct PrefillKernel: Sendable {
     /// measured 16.7 ms of host time in a 512-token pass on the H100's host.
     static let processEnvironment = ProcessInfo.processInfo.environment
 
-    /// Picks the cooperative-matrix tile by its shape (`64x128`, `64x64`, `128x128`, `128x64`, `256x128`; see
+    /// Picks the cooperative-matrix tile by its shape (`64x128`, `64x64`, `128x128`, `128x64`, `256x144`; see
     /// `cooperativeTiles`), for measurements; unset, `defaultTile`.
     static let tileVariable = "PHI_GPU_PREFILL_TILE"
 
@@ -179,21 +201,66 @@ struct PrefillKernel: Sendable {
     /// pp100 5,040 against 4,099 and pp512 11,040 against 9,360.
     static let defaultTile = "_128x64"
 
-    /// The large cooperative tile: 256 tokens × 128 rows in 16 subgroups of 64 × 32 (4-bit weights).
-    /// A multiprocessor holds one (121 registers × 512 invocations on an H200), which multiplies
-    /// about a tenth faster than two of 128 × 64 when both fill their waves, but wastes more when
-    /// they do not: on an H200 at 512 tokens, gate·up (256 tiles on 132 multiprocessors) 408
-    /// against 454 µs, qkv (144 tiles: 1.09 waves) 382 against 294 (BENCHMARKS.md, eleventh session).
-    static let largeTile = "_256x128"
+    /// The large cooperative tile: 256 tokens × 144 rows in 12 subgroups of 64 × 48 (4-bit weights).
+    /// A multiprocessor holds one (168 registers × 384 invocations on an H200), which multiplies
+    /// about a fifth faster than two of 128 × 64, but wastes more in a wave it does not fill. On an
+    /// H200 at 512 tokens qkv (128 tiles on 132 multiprocessors) took 194 µs against 295, gate·up
+    /// 374 against 404 for 256 × 128 (BENCHMARKS.md, twelfth session). `plan` weighs the two.
+    static let largeTile = "_256x144"
 
-    /// Whether a product of `rows` rows and `tokens` tokens, in large tiles one per multiprocessor,
-    /// keeps at least 90% of its waves busy: out's size against the waves' tiles (so that tokens
-    /// padding a tile count as idle too).
-    static func largeTileFills(rows: Int, tokens: Int, multiprocessors: Int) -> Bool {
-        guard let shape = cooperativeTiles.first(where: { $0.name == largeTile }), multiprocessors > 0 else { return false }
-        let tiles = ((rows + shape.rows - 1) / shape.rows) * ((tokens + shape.tokens - 1) / shape.tokens)
-        let waves = (tiles + multiprocessors - 1) / multiprocessors
-        return 10 * rows * tokens >= 9 * waves * multiprocessors * shape.rows * shape.tokens
+    /// What the automatic choice knows of a tile: how many workgroups a multiprocessor runs at once,
+    /// and how long one wave of them took at 3,072 columns on an H200 (qkv at 512 tokens: 576 tiles
+    /// of 128 × 64 in 3 waves of 264 took 295 µs, 128 tiles of 256 × 144 in one wave 194).
+    struct TileCost: Sendable {
+        let name: String
+        let perMultiprocessor: Int
+        let waveMicroseconds: Double
+    }
+
+    /// The tiles `plan` weighs.
+    static let tileCosts = [
+        TileCost(name: defaultTile, perMultiprocessor: 2, waveMicroseconds: 98.5),
+        TileCost(name: largeTile, perMultiprocessor: 1, waveMicroseconds: 194),
+    ]
+
+    /// The estimated µs of a product of `rows` rows, `tokens` tokens and `columns` columns in
+    /// tiles of `cost` split into `parts` over its columns, on `multiprocessors`: whole waves, each
+    /// part doing its share of the columns, plus reading every part's partial sums again to add
+    /// them up (at about 3 TB/s).
+    static func estimatedMicroseconds(_ cost: TileCost, rows: Int, tokens: Int, columns: Int, parts: Int,
+                                      multiprocessors: Int) -> Double {
+        guard let shape = cooperativeTiles.first(where: { $0.name == cost.name }), multiprocessors > 0 else { return .infinity }
+        let tiles = shape.count(rows: rows, tokens: tokens) * parts
+        let slots = cost.perMultiprocessor * multiprocessors
+        let waves = Double((tiles + slots - 1) / slots)
+        let partSums = parts > 1 ? Double(parts * tokens * rows * 4) / 3e6 : 0
+        return waves * cost.waveMicroseconds * Double(columns) / Double(3072 * parts) + partSums
+    }
+
+    /// The tile of `tileCosts` and the number of parts (1 unless `splittable`; each a whole number
+    /// of `step` columns) with the least estimated time for a product on `multiprocessors`.
+    static func plan(rows: Int, tokens: Int, columns: Int, step: Int, splittable: Bool,
+                     multiprocessors: Int) -> (tile: String, parts: Int) {
+        var best = (tile: defaultTile, parts: 1, microseconds: Double.infinity)
+        for cost in tileCosts {
+            let (tile, parts, microseconds) = bestParts(cost, rows: rows, tokens: tokens, columns: columns, step: step,
+                                                        splittable: splittable, multiprocessors: multiprocessors)
+            if microseconds < best.microseconds { best = (tile, parts, microseconds) }
+        }
+        return (best.tile, best.parts)
+    }
+
+    /// The number of parts with the least estimated time in tiles of `cost` (fewer parts on a tie).
+    static func bestParts(_ cost: TileCost, rows: Int, tokens: Int, columns: Int, step: Int, splittable: Bool,
+                          multiprocessors: Int) -> (tile: String, parts: Int, microseconds: Double) {
+        let most = splittable && step > 0 && columns % step == 0 ? min(8, columns / step) : 1
+        var best = (tile: cost.name, parts: 1, microseconds: Double.infinity)
+        for parts in 1...max(1, most) {
+            let microseconds = estimatedMicroseconds(cost, rows: rows, tokens: tokens, columns: columns, parts: parts,
+                                                     multiprocessors: multiprocessors)
+            if microseconds < best.microseconds { best = (cost.name, parts, microseconds) }
+        }
+        return best
     }
 }
 
@@ -212,16 +279,17 @@ extension GPUBackend {
     /// (`PrefillKernel.parts`): its parts' sums are added up by the dispatch that adds them in.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
                             accumulateInto accumulator: BackendTensor? = nil) throws -> Bool {
-        guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, columns: weight.columns,
-                                                    rows: accumulator == nil ? weight.rows : nil, device: context.device)
+        let splittable = accumulator.map { out.columns == weight.rows && $0.columns == weight.rows } ?? false
+        guard let kernel = try PrefillKernel.choose(tokens: rows.count, bits: weight.bits, columns: weight.columns, rows: weight.rows,
+                                                    splittable: splittable, groupSize: weight.groupSize, device: context.device)
         else { return false }
         guard let accumulator else {
             try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)
             return true
         }
-        let parts = out.columns == weight.rows && accumulator.columns == weight.rows
-            ? PrefillKernel.parts(tiles: kernel.tiles(rows: weight.rows, tokens: rows.count), columns: weight.columns,
-                                  step: max(kernel.tileColumns, weight.groupSize))
+        let parts = splittable
+            ? kernel.parts(rows: weight.rows, tokens: rows.count, columns: weight.columns, groupSize: weight.groupSize,
+                           multiprocessors: context.device.physical.multiprocessors)
             : 1
         guard parts > 1 else {
             try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)

@@ -174,18 +174,19 @@ final class PrefillMatmulTests: XCTestCase {
     }
 
     /// A many-token product whose output is then added into the residual is re-queued split over its
-    /// columns (2 parts here: 64 columns in steps of 32), the parts added up by the add: both the
-    /// product and the residual match the CPU, 4-bit and 8-bit.
+    /// columns (2 parts for 64 columns in steps of 32; 4 for 160 columns, 5 steps: shares of 2, 2, 1
+    /// and none), the parts added up by the add: both the product and the residual match the CPU,
+    /// 4-bit and 8-bit.
     func testProductAddedIntoTheResidualIsSplitOverItsColumns() throws {
-        for bits in [4, 8] {
+        for (bits, columns, parts) in [(4, 64, 2), (8, 64, 2), (4, 160, 4)] {
             let tokens = 100
-            let weight = randomMatrix(rows: 96, columns: 64, bits: bits, groupSize: 32)
+            let weight = randomMatrix(rows: 96, columns: columns, bits: bits, groupSize: 32)
             let backend = try backendWithQKV(weight.matrix, bits: bits)
-            let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, columns: 64, device: backend.context.device))
-            XCTAssertEqual(PrefillKernel.parts(tiles: kernel.tiles(rows: 96, tokens: tokens), columns: 64, step: 32, environment: [:]), 2)
-            let x = random.floats(tokens * 64)
+            let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, columns: columns, device: backend.context.device))
+            XCTAssertEqual(kernel.parts(rows: 96, tokens: tokens, columns: columns, groupSize: 32, multiprocessors: nil, environment: [:]), parts)
+            let x = random.floats(tokens * columns)
             let residual = random.floats(tokens * 96)
-            let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 64) as? GPUTensor)
+            let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: columns) as? GPUTensor)
             try input.buffer.upload(x)
             let out = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
             try out.buffer.fill(poison)
@@ -195,38 +196,46 @@ final class PrefillMatmulTests: XCTestCase {
             try backend.add(out, count: tokens, into: accumulator)
             let product = CPUReference.matmul(x, weight: weight.matrix)
             let tolerance: Float = kernel.kind == .cooperativeMatrix ? 1e-2 : 1e-4
-            assertClose(try backend.read(out, rows: 0..<tokens), product, relative: tolerance, "split product \(bits)-bit")
+            assertClose(try backend.read(out, rows: 0..<tokens), product, relative: tolerance, "split product \(bits)-bit, \(columns) columns")
             assertClose(try backend.read(accumulator, rows: 0..<tokens), zip(residual, product).map { $0 + $1 }, relative: tolerance,
-                        "residual plus split product \(bits)-bit")
+                        "residual plus split product \(bits)-bit, \(columns) columns")
         }
         try TestGPU.assertNoValidationErrors()
     }
 
-    /// Products with few tiles are split into more parts; a part is a whole number of steps, and
-    /// PHI_GPU_PREFILL_SPLIT sets the number by hand.
+    /// Products with few tiles are split into more parts; a part is a whole number of steps (the
+    /// last parts may get fewer), and PHI_GPU_PREFILL_SPLIT sets the number by hand.
     func testSplitPartsFollowTheTilesAndTheColumns() {
         XCTAssertEqual(PrefillKernel.parts(tiles: 192, columns: 8192, step: 64, environment: [:]), 4)
         XCTAssertEqual(PrefillKernel.parts(tiles: 576, columns: 3072, step: 64, environment: [:]), 2)
         XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 3072, step: 64, environment: [:]), 1)
-        XCTAssertEqual(PrefillKernel.parts(tiles: 48, columns: 192, step: 64, environment: [:]), 1)  // 3 steps: no even split
+        XCTAssertEqual(PrefillKernel.parts(tiles: 48, columns: 192, step: 64, environment: [:]), 3, "3 steps: at most 3 parts")
+        XCTAssertEqual(PrefillKernel.parts(tiles: 48, columns: 200, step: 64, environment: [:]), 1, "not whole steps")
         XCTAssertEqual(PrefillKernel.parts(tiles: 48, columns: 256, step: 64, environment: [:]), 4)
         XCTAssertEqual(PrefillKernel.parts(tiles: 192, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "1"]), 1)
-        XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "8"]), 8)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "3"]), 3)
+        XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "9"]), 1, "not 1 to 8")
     }
 
-    /// The large tile goes where its tiles keep 90% of the device's waves busy: on an H200's 132
-    /// multiprocessors, gate·up at 256 and 512 tokens, not qkv (144 tiles at 512 tokens, 1.09 waves)
-    /// nor a prompt that pads its second row of tiles (300 tokens).
-    func testLargeTileGoesWhereItFillsTheWaves() {
-        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 16_384, tokens: 512, multiprocessors: 132))
-        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 16_384, tokens: 256, multiprocessors: 132))
-        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 16_384, tokens: 1024, multiprocessors: 132))
-        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 9216, tokens: 512, multiprocessors: 132))
-        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 9216, tokens: 2048, multiprocessors: 132), "576 tiles: 4.36 waves")
-        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 16_384, tokens: 300, multiprocessors: 132), "the second row of tiles is mostly padding")
-        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 3072, tokens: 512, multiprocessors: 132))
-        XCTAssertTrue(PrefillKernel.largeTileFills(rows: 3072, tokens: 512, multiprocessors: 48), "48 tiles on 48 multiprocessors")
-        XCTAssertFalse(PrefillKernel.largeTileFills(rows: 16_384, tokens: 512, multiprocessors: 0))
+    /// The plan on an H200's 132 multiprocessors at Phi-3.5-mini's shapes: the large tile where its
+    /// waves fill (qkv: 128 tiles at 512 tokens; gate·up), the default where its own fewer, smaller
+    /// waves cost less (short prompts), and products added into the residual split so that their
+    /// large tiles make whole waves (o and down: 44 tiles in 3 parts).
+    func testPlanWeighsTheTilesWaves() {
+        func plan(_ rows: Int, _ tokens: Int, _ columns: Int, splittable: Bool = false) -> String {
+            let chosen = PrefillKernel.plan(rows: rows, tokens: tokens, columns: columns, step: 64, splittable: splittable,
+                                            multiprocessors: 132)
+            return "\(chosen.tile) \(chosen.parts)"
+        }
+        XCTAssertEqual(plan(9216, 512, 3072), "_256x144 1", "qkv: one wave of 128 tiles")
+        XCTAssertEqual(plan(9216, 1024, 3072), "_256x144 1")
+        XCTAssertEqual(plan(16_384, 512, 3072), "_256x144 1", "gate·up")
+        XCTAssertEqual(plan(9216, 100, 3072), "_128x64 1", "100 tokens: most of a large tile would be padding")
+        XCTAssertEqual(plan(3072, 512, 3072, splittable: true), "_256x144 3", "o")
+        XCTAssertEqual(plan(3072, 512, 8192, splittable: true), "_256x144 3", "down")
+        XCTAssertEqual(plan(3072, 512, 3072), "_128x64 1", "not splittable: 44 large tiles would leave a third of the device idle")
+        XCTAssertEqual(PrefillKernel.plan(rows: 9216, tokens: 512, columns: 3072, step: 64, splittable: false, multiprocessors: 0).tile,
+                       PrefillKernel.defaultTile, "no multiprocessors: nothing to weigh")
     }
 
     /// The choice: by the device's features, never its name; PHI_GPU_PREFILL overrides it, and a
@@ -240,11 +249,11 @@ final class PrefillMatmulTests: XCTestCase {
         let cooperative = device.enabled.cooperativeMatrixNV && device.enabled.float16 && device.physical.subgroupSize == 32
         XCTAssertEqual(chosen.kind == .cooperativeMatrix, cooperative, "cooperative matrices exactly where the device offers them")
         XCTAssertEqual(chosen.shader.name, cooperative ? "matmulCoopmatQ4_128x64" : "matmulTiledQ4", "128 tokens × 64 rows")
-        let wide = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 64, rows: 16_384, device: device, environment: none))
-        let large = cooperative && device.physical.multiprocessors.map {
-            PrefillKernel.largeTileFills(rows: 16_384, tokens: 512, multiprocessors: $0) } == true
-        XCTAssertEqual(wide.shader.name, large ? "matmulCoopmatQ4_256x128" : chosen.shader.name,
-                       "the large tile only on cooperative devices that report their multiprocessors, where it fills the waves")
+        let wide = try XCTUnwrap(try PrefillKernel.choose(tokens: 512, bits: 4, columns: 3072, rows: 16_384, device: device, environment: none))
+        let planned = device.physical.multiprocessors.map {
+            PrefillKernel.plan(rows: 16_384, tokens: 512, columns: 3072, step: 64, splittable: false, multiprocessors: $0).tile }
+        XCTAssertEqual(wide.shader.name, cooperative && planned != nil ? "matmulCoopmatQ4" + (planned ?? "") : chosen.shader.name,
+                       "the planned tile only on cooperative devices that report their multiprocessors")
         let shorter = try XCTUnwrap(try PrefillKernel.choose(tokens: 9, bits: 4, columns: 64, device: device, environment: none))
         XCTAssertEqual(shorter.shader.name, chosen.shader.name, "the same tile for short prompts")
         if cooperative {
