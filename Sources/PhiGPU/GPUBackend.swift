@@ -61,6 +61,12 @@ public final class GPUBackend: ProfilingBackend {
     private var lastPrologue: QueuedPrologue?
     /// The last queued RoPE-and-cache of a decode step, while the split attention may take it over.
     var lastRotation: QueuedRotation?
+    /// The last queued prompt operation that wrote a Float16 copy of its output (checked by index,
+    /// so that re-queueing the product after it keeps it).
+    var lastHalfCopy: QueuedHalfCopy?
+    /// Whether prompt RMSNorms and SiLU gates write that copy: where prefill products read Float16
+    /// (cooperative matrices, unless `PHI_GPU_PREFILL` forces another kernel). Tests set it.
+    var writesHalfCopies: Bool
     private let rmsNormKernel: RMSNormKernel
     /// Command buffers recorded so far; a replayed one does not count (for benchmarks and tests).
     public var recordings: Int { stream.recordings }
@@ -81,6 +87,9 @@ public final class GPUBackend: ProfilingBackend {
         self.context = context
         stream = try CommandStream(device: context.device, segmentLength: segmentLength)
         rmsNormKernel = try RMSNormKernel(context: context)
+        let forced = PrefillKernel.processEnvironment[PrefillKernel.environmentVariable] ?? ""
+        writesHalfCopies = (forced.isEmpty || forced == PrefillKernel.Kind.cooperativeMatrix.rawValue)
+            && PrefillKernel.variant(.cooperativeMatrix, bits: 4, tile: PrefillKernel.defaultTile)?.runs(on: context.device) == true
         parameters = try Buffer(device: context.device, byteCount: parameterCapacity * 4, location: .hostWritten, label: "parameters")
     }
 
@@ -215,9 +224,16 @@ public final class GPUBackend: ProfilingBackend {
     public func rmsNorm(_ x: BackendTensor, weight: WeightName, count: Int, into out: BackendTensor) throws {
         let (config, _) = try prepared()
         guard let weightBuffer = norms[weight] else { throw BackendError.unsupportedWeight(name: "\(weight)", reason: "not a norm weight") }
-        try dispatch(rmsNormKernel.pipeline, [BufferBinding(try gpu(x).buffer), BufferBinding(weightBuffer), BufferBinding(try gpu(out).buffer)],
-                     RMSNormConstants(columns: UInt32(x.columns), rows: UInt32(count), epsilon: config.rmsNormEpsilon),
-                     groups: (count, 1, 1))
+        let constants = RMSNormConstants(columns: UInt32(x.columns), rows: UInt32(count), epsilon: config.rmsNormEpsilon)
+        let bindings = [BufferBinding(try gpu(x).buffer), BufferBinding(weightBuffer), BufferBinding(try gpu(out).buffer)]
+        if let copy = try halfCopy(count: count, columns: x.columns) {
+            let pipeline = try context.pipeline(ShaderLibrary.rmsNormHalf, bindings: 4, pushConstantSize: MemoryLayout<RMSNormConstants>.size,
+                                                specialization: [UInt32(context.workgroupSize)])
+            try dispatch(pipeline, bindings + [BufferBinding(copy.buffer)], constants, groups: (count, 1, 1))
+            noteHalfCopy(of: out, rows: count)
+            return
+        }
+        try dispatch(rmsNormKernel.pipeline, bindings, constants, groups: (count, 1, 1))
         if count == 1 {
             lastPrologue = QueuedPrologue(kind: .norm, index: stream.queued.count - 1, input: x, norm: weightBuffer, out: out)
         }
@@ -319,6 +335,15 @@ public final class GPUBackend: ProfilingBackend {
     private static let splitProducts = ProcessInfo.processInfo.environment["PHI_GPU_MATVEC_SPLIT"] != "0"
 
     public func siluGate(_ gateUp: BackendTensor, count: Int, into out: BackendTensor) throws {
+        if let copy = try halfCopy(count: count, columns: out.columns) {
+            let pipeline = try context.pipeline(ShaderLibrary.siluGateHalf, bindings: 3, pushConstantSize: MemoryLayout<ElementwiseConstants>.size,
+                                                specialization: [256])
+            try dispatch(pipeline, [BufferBinding(try gpu(gateUp).buffer), BufferBinding(try gpu(out).buffer), BufferBinding(copy.buffer)],
+                         ElementwiseConstants(count: UInt32(count), width: UInt32(out.columns)),
+                         groups: ((count * out.columns / 2 + 255) / 256, 1, 1))
+            noteHalfCopy(of: out, rows: count)
+            return
+        }
         try elementwise(ShaderLibrary.siluGate, gateUp, out, count: count, width: out.columns)
         if count == 1, gateUp.columns == 2 * out.columns {
             lastPrologue = QueuedPrologue(kind: .silu, index: stream.queued.count - 1, input: gateUp, norm: nil, out: out)
@@ -397,6 +422,7 @@ public final class GPUBackend: ProfilingBackend {
             lastProduct = nil
             lastPrologue = nil
             lastRotation = nil
+            lastHalfCopy = nil
             tokensUsed = 0
             parametersUsed = 0
         }

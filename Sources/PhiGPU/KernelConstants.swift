@@ -71,6 +71,7 @@ struct AttentionConstants {
 /// Every shader variant with the size of the Swift struct it is given as push constants.
 public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.rmsNorm, MemoryLayout<RMSNormConstants>.size),
+    (ShaderLibrary.rmsNormHalf, MemoryLayout<RMSNormConstants>.size),
     (ShaderLibrary.matvecQ4, MemoryLayout<MatvecConstants>.size),
     (ShaderLibrary.matvecQ8, MemoryLayout<MatvecConstants>.size),
     (ShaderLibrary.matvecAddQ4, MemoryLayout<MatvecConstants>.size),
@@ -97,6 +98,7 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.embedQ8, MemoryLayout<EmbedConstants>.size),
     (ShaderLibrary.add, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.siluGate, MemoryLayout<ElementwiseConstants>.size),
+    (ShaderLibrary.siluGateHalf, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.toHalf, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),

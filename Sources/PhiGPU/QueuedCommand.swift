@@ -27,6 +27,14 @@ struct QueuedPrologue {
     var out: BackendTensor
 }
 
+/// A queued prompt RMSNorm or SiLU gate that also wrote its output's first `rows` rows as Float16
+/// pairs into `halfInputs`, for the cooperative product that reads `tensor` next.
+struct QueuedHalfCopy {
+    var index: Int
+    var tensor: BackendTensor
+    var rows: Int
+}
+
 /// A queued RoPE-and-cache of a few tokens, which the split attention that follows may do itself.
 struct QueuedRotation {
     var index: Int
