@@ -11,13 +11,15 @@ struct PrefillKernel: Sendable {
         /// Float32, 64 tokens × 64 rows a workgroup, 4 × 4 an invocation (16 KiB of shared memory).
         case tiled
         /// NV cooperative matrices: Float16 inputs, Float32 sums, a tile of `cooperativeTiles` a
-        /// workgroup (`defaultTile`, 128 tokens × 64 rows, or `largeTile` where it fills the waves,
-        /// unless `PHI_GPU_PREFILL_TILE` names another).
+        /// workgroup (`defaultTile`, 128 tokens × 64 rows, or `largeTile` where `plan` estimates
+        /// it faster, unless `PHI_GPU_PREFILL_TILE` names another).
         case cooperativeMatrix
     }
 
     let kind: Kind
     let shader: ShaderBinary
+    /// The cooperative tile's name in `cooperativeTiles`; nil for the Float32 tiles.
+    let tile: String?
     /// Tokens and rows of out per workgroup (TILE_TOKENS, TILE_ROWS in variants.json).
     let tileTokens: Int
     let tileRows: Int
@@ -40,7 +42,7 @@ struct PrefillKernel: Sendable {
         var threads: Int { 32 * (tokens / warpTokens) * (rows / warpRows) }
         /// Workgroups of a product of `rows` rows of W and `tokens` tokens.
         func count(rows: Int, tokens: Int) -> Int {
-            ((rows + self.rows - 1) / self.rows) * ((tokens + self.tokens - 1) / self.tokens)
+            PrefillKernel.workgroups(rows: rows, tokens: tokens, tileRows: self.rows, tileTokens: self.tokens)
         }
         /// Shared memory: the Float16 tiles of x and W (rows padded by 8 values) and a 16 × 16
         /// Float32 block per subgroup for the edges.
@@ -71,12 +73,12 @@ struct PrefillKernel: Sendable {
         let four = bits == 4
         switch kind {
         case .tiled:
-            return PrefillKernel(kind: kind, shader: four ? ShaderLibrary.matmulTiledQ4 : ShaderLibrary.matmulTiledQ8,
+            return PrefillKernel(kind: kind, shader: four ? ShaderLibrary.matmulTiledQ4 : ShaderLibrary.matmulTiledQ8, tile: nil,
                                  tileTokens: 64, tileRows: 64, tileColumns: 32, threads: 256, sharedBytes: 4 * 32 * (64 + 64))
         case .cooperativeMatrix:
             guard let shape = cooperativeTiles.first(where: { $0.name == tile }),
                   let shader = ShaderLibrary.named("matmulCoopmatQ\(bits)\(tile)") else { return nil }
-            return PrefillKernel(kind: kind, shader: shader, tileTokens: shape.tokens, tileRows: shape.rows,
+            return PrefillKernel(kind: kind, shader: shader, tile: tile, tileTokens: shape.tokens, tileRows: shape.rows,
                                  tileColumns: shape.columns, threads: shape.threads, sharedBytes: shape.sharedBytes)
         }
     }
@@ -95,6 +97,11 @@ struct PrefillKernel: Sendable {
 
     /// Workgroups of a product of `rows` rows of W and `tokens` tokens.
     func tiles(rows: Int, tokens: Int) -> Int {
+        Self.workgroups(rows: rows, tokens: tokens, tileRows: tileRows, tileTokens: tileTokens)
+    }
+
+    /// Tiles of `tileRows` × `tileTokens` covering `rows` × `tokens`.
+    static func workgroups(rows: Int, tokens: Int, tileRows: Int, tileTokens: Int) -> Int {
         ((rows + tileRows - 1) / tileRows) * ((tokens + tileTokens - 1) / tileTokens)
     }
 
@@ -113,9 +120,7 @@ struct PrefillKernel: Sendable {
     func parts(rows: Int, tokens: Int, columns: Int, groupSize: Int, multiprocessors: Int?,
                environment: [String: String] = Self.processEnvironment) -> Int {
         let step = max(tileColumns, groupSize)
-        if Self.forcedParts(environment) == nil, kind == .cooperativeMatrix, let multiprocessors,
-           let cost = Self.tileCosts.first(where: { cost in
-               Self.cooperativeTiles.contains { $0.name == cost.name && $0.tokens == tileTokens && $0.rows == tileRows } }) {
+        if Self.forcedParts(environment) == nil, let multiprocessors, let cost = Self.tileCosts.first(where: { $0.name == tile }) {
             return Self.bestParts(cost, rows: rows, tokens: tokens, columns: columns, step: step, splittable: true,
                                   multiprocessors: multiprocessors).parts
         }
@@ -152,9 +157,9 @@ struct PrefillKernel: Sendable {
         // The unnamed variant is 64 × 128.
         var tile = tileSetting.isEmpty ? defaultTile : requested == "64x128" ? "" : "_" + requested
         if tileSetting.isEmpty, let rows, let multiprocessors = device.physical.multiprocessors,
-           variant(.cooperativeMatrix, bits: bits, tile: largeTile)?.runs(on: device) == true {
-            tile = plan(rows: rows, tokens: tokens, columns: columns, step: max(32, groupSize), splittable: splittable,
-                        multiprocessors: multiprocessors).tile
+           let large = variant(.cooperativeMatrix, bits: bits, tile: largeTile), large.runs(on: device) {
+            tile = plan(rows: rows, tokens: tokens, columns: columns, step: max(large.tileColumns, groupSize),
+                        splittable: splittable, multiprocessors: multiprocessors).tile
         }
         let tileNames = cooperativeTiles.map { $0.name.isEmpty ? "64x128" : String($0.name.dropFirst()) }.joined(separator: ", ")
         guard cooperativeTiles.contains(where: { $0.name == tile }) else {

@@ -236,6 +236,13 @@ final class PrefillMatmulTests: XCTestCase {
         XCTAssertEqual(plan(3072, 512, 3072), "_128x64 1", "not splittable: 44 large tiles would leave a third of the device idle")
         XCTAssertEqual(PrefillKernel.plan(rows: 9216, tokens: 512, columns: 3072, step: 64, splittable: false, multiprocessors: 0).tile,
                        PrefillKernel.defaultTile, "no multiprocessors: nothing to weigh")
+        let large = PrefillKernel.variant(.cooperativeMatrix, bits: 4, tile: PrefillKernel.largeTile)
+        XCTAssertEqual(large?.parts(rows: 3072, tokens: 512, columns: 8192, groupSize: 64, multiprocessors: 132, environment: [:]), 3,
+                       "the kernel splits as the plan did")
+        XCTAssertEqual(large?.parts(rows: 3072, tokens: 512, columns: 8192, groupSize: 64, multiprocessors: 132,
+                                    environment: [PrefillKernel.splitVariable: "2"]), 2)
+        XCTAssertEqual(large?.parts(rows: 3072, tokens: 512, columns: 8192, groupSize: 64, multiprocessors: nil, environment: [:]), 4,
+                       "no multiprocessor count: by the number of tiles (44)")
     }
 
     /// The choice: by the device's features, never its name; PHI_GPU_PREFILL overrides it, and a
