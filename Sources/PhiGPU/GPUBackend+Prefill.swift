@@ -6,8 +6,9 @@ import VulkanKit
 extension GPUBackend {
     /// Queues a many-token product with the tiled prefill kernels when they apply, and with
     /// `accumulator` also accumulator += out; returns false to let the caller use the general kernel.
-    /// A product added into an accumulator is split over its columns when it has few tiles
-    /// (`PrefillKernel.parts`): its parts' sums are added up by the dispatch that adds them in.
+    /// A product added into an accumulator may be split over its columns (`PrefillKernel.parts`:
+    /// the number the plan estimates fastest, or by its tiles where the device does not say how
+    /// many multiprocessors it has): its parts' sums are added up by the dispatch that adds them in.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
                             accumulateInto accumulator: BackendTensor? = nil) throws -> Bool {
         let splittable = accumulator.map { out.columns == weight.rows && $0.columns == weight.rows } ?? false
