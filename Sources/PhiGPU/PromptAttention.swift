@@ -10,7 +10,8 @@ struct PromptAttention: Sendable {
         /// Shaders/attention.comp: Float32 arithmetic, 32 queries a workgroup, on every device.
         case scalar
         /// Shaders/attention_coopmat.comp: NV cooperative matrices, 16 queries a subgroup (specialized
-        /// to the head dimension: constant 0 is headDim / 16).
+        /// to the head dimension: constant 0 is headDim / 16), 48 keys a step for heads of up to 96
+        /// dimensions and 32 for up to 128 (`variant(_:headDimension:)`).
         case cooperativeMatrix
     }
 
@@ -51,11 +52,27 @@ struct PromptAttention: Sendable {
                                    + subgroups * 16 * (4 * (keyBlock + 4) + 2 * (keyBlock + 8) + 4) + 256 * 4)
     }()
 
-    /// The kernel of `kind`.
-    static func variant(_ kind: Kind) -> PromptAttention {
+    /// The cooperative kernel for heads of at most 96 dimensions (Phi-3.5-mini): 48 keys a step
+    /// instead of 32, which rows of 96 dimensions leave the shared memory for (41,728 bytes). On an
+    /// H200 (BENCHMARKS.md, thirteenth session) pp512 at depth 4096 went from 9,763-9,812 to
+    /// 10,148-10,192 t/s and pp2048 from 13,682-13,739 to 13,895-13,907, pp512 unchanged. With rows of
+    /// 128 dimensions 48 keys fit too (47,872 bytes, 254 registers), but Phi-4-mini's pp512 lost
+    /// 0.5% (at depth 4096 it gained 1.6%), so wider heads keep 32.
+    static let cooperativeMatrixNarrow: PromptAttention = {
+        let (threads, keyBlock, maxHeadDimension) = (128, 48, 96)
+        let subgroups = threads / 32
+        let stagedRows = max(2 * keyBlock, 16 * subgroups)
+        return PromptAttention(kind: .cooperativeMatrix, shader: ShaderLibrary.attentionCoopmatK48D96, threads: threads,
+                               keyBlock: keyBlock, maxHeadDimension: maxHeadDimension, queries: 16 * subgroups,
+                               sharedBytes: stagedRows * (maxHeadDimension + 8) * 2
+                                   + subgroups * 16 * (4 * (keyBlock + 4) + 2 * (keyBlock + 8) + 4) + 256 * 4)
+    }()
+
+    /// The kernel of `kind` for heads of `headDimension`: the cooperative kind has two variants.
+    static func variant(_ kind: Kind, headDimension: Int) -> PromptAttention {
         switch kind {
         case .scalar: scalar
-        case .cooperativeMatrix: cooperativeMatrix
+        case .cooperativeMatrix: headDimension <= cooperativeMatrixNarrow.maxHeadDimension ? cooperativeMatrixNarrow : cooperativeMatrix
         }
     }
 
@@ -95,14 +112,15 @@ struct PromptAttention: Sendable {
             requested = kind
         }
         if let requested {
-            let kernel = variant(requested)
+            let kernel = variant(requested, headDimension: headDimension)
             if let unmet = kernel.unmetNeeds(on: device, headDimension: headDimension) {
                 throw PrefillKernelNotAvailable(setting: "\(environmentVariable)=\(requested.rawValue)", reason:
                     "\(unmet); unset it to choose automatically")
             }
             return kernel
         }
-        if cooperativeMatrix.unmetNeeds(on: device, headDimension: headDimension) == nil { return cooperativeMatrix }
+        let cooperative = variant(.cooperativeMatrix, headDimension: headDimension)
+        if cooperative.unmetNeeds(on: device, headDimension: headDimension) == nil { return cooperative }
         if let unmet = scalar.unmetNeeds(on: device, headDimension: headDimension) {
             throw BackendError.unsupportedWeight(name: "attention", reason: "the GPU's prompt attention cannot run: \(unmet); use --cpu")
         }

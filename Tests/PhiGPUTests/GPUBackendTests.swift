@@ -159,7 +159,7 @@ final class GPUBackendTests: XCTestCase {
                                                  (phi35Heads, 400, 4), (phi35Heads, 400, 128), (phi4Heads, 400, nil)]
         let device = try TestGPU.context().device
         let promptKernels = PromptAttention.Kind.allCases.filter {
-            PromptAttention.variant($0).unmetNeeds(on: device, headDimension: 16) == nil
+            PromptAttention.variant($0, headDimension: 16).unmetNeeds(on: device, headDimension: 16) == nil
         }
         for (config, contextLength, keysPerChunk) in cases {
             for promptKernel in promptKernels where keysPerChunk == nil || promptKernel == promptKernels[0] {
@@ -294,8 +294,7 @@ final class GPUBackendTests: XCTestCase {
     /// the ones their variants are compiled with.
     func testPromptAttentionShapeIsTheCompiledOne() throws {
         let variants = try VariantsJSON.load()
-        for kind in PromptAttention.Kind.allCases {
-            let kernel = PromptAttention.variant(kind)
+        for kernel in [PromptAttention.scalar, PromptAttention.cooperativeMatrix, PromptAttention.cooperativeMatrixNarrow] {
             let defines = try XCTUnwrap(variants.defines(of: kernel.shader.name))
             XCTAssertEqual(defines["THREADS"], "\(kernel.threads)")
             XCTAssertEqual(defines["K_BLOCK"], "\(kernel.keyBlock)")
@@ -305,6 +304,11 @@ final class GPUBackendTests: XCTestCase {
         XCTAssertEqual(PromptAttention.cooperativeMatrix.queries, 64)
         XCTAssertEqual(PromptAttention.scalar.sharedBytes, 29_184, "attention.comp's shared arrays at these defines")
         XCTAssertEqual(PromptAttention.cooperativeMatrix.sharedBytes, 33_024, "attention_coopmat.comp's shared arrays at these defines")
+        XCTAssertEqual(PromptAttention.cooperativeMatrixNarrow.sharedBytes, 41_728, "attention_coopmat.comp's shared arrays at these defines")
+        // Heads of up to 96 dimensions take 48 keys a step, wider ones 32.
+        XCTAssertEqual(PromptAttention.variant(.cooperativeMatrix, headDimension: 96).keyBlock, 48)
+        XCTAssertEqual(PromptAttention.variant(.cooperativeMatrix, headDimension: 128).keyBlock, 32)
+        XCTAssertEqual(PromptAttention.variant(.scalar, headDimension: 96).keyBlock, 16)
     }
 
     /// The prompt attention is cooperative exactly where the device offers what it needs; naming
