@@ -28,6 +28,7 @@
 // partial sums to part z of y, (tokens, output_stride) floats each, for elementwise.comp's
 // OPERATION_ADD_PARTS to add up. Products with few rows of tiles (o and down: 192 workgroups at
 // 512 tokens, on an H200's 132 multiprocessors at 2 each) so fill the GPU.
+// With STREAM_K (below) the workgroups share all the tiles' steps equally instead.
 
 #define SUBGROUP 32
 #define WARPS_T (TILE_TOKENS / WARP_TOKENS)
@@ -96,26 +97,15 @@ uvec4 dequantized_chunk(uvec2 words, f16vec2 scale_bias) {
     return result;
 }
 
-void main() {
+// Adds to `sums` (the subgroup's 16×16 blocks of the tile, (tokens, rows)) the products of columns
+// [k_begin, k_end) for the tile at (row0, token0).
+void multiply_share(uint row0, uint token0, uint k_begin, uint k_end, inout Accumulator sums[BLOCKS_T][BLOCKS_R]) {
     const uint tid = gl_LocalInvocationID.x;
-    const uint warp = gl_SubgroupID;
-    const uint lane = gl_SubgroupInvocationID;
-    const uint warp_t = warp / WARPS_R;
-    const uint warp_r = warp % WARPS_R;
-    const uint row0 = gl_WorkGroupID.x * TILE_ROWS;
-    const uint token0 = gl_WorkGroupID.y * TILE_TOKENS;
-
-    Accumulator sums[BLOCKS_T][BLOCKS_R]; // (tokens, rows) 16×16 blocks of this subgroup's part of the tile
-    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
-        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
-            sums[i][j] = Accumulator(0.0);
-        }
-    }
+    const uint warp_t = gl_SubgroupID / WARPS_R;
+    const uint warp_r = gl_SubgroupID % WARPS_R;
     uvec2 words[W_CHUNKS];       // this invocation's chunks of W for the next step
     f16vec2 scale_bias[W_CHUNKS]; // and their groups' scale and bias (an invocation's chunks keep their rows from step to step)
     uvec4 xs[X_CHUNKS];          // and of x
-    const ColumnShare share = column_share();
-    const uint k_begin = share.k_begin, k_end = share.k_end, y_offset = share.y_offset;
     Operand a[BLOCKS_T]; // (16 tokens, 16 columns) of x, row-major
     Operand b[BLOCKS_R]; // (16 columns, 16 rows) of Wᵀ: W's rows read column-major
     for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
@@ -178,7 +168,14 @@ void main() {
         }
         barrier();
     }
+}
 
+// Writes `sums` to the tile at (row0, token0) of y from element y_offset on.
+void store_tile(uint row0, uint token0, uint y_offset, Accumulator sums[BLOCKS_T][BLOCKS_R]) {
+    const uint warp = gl_SubgroupID;
+    const uint lane = gl_SubgroupInvocationID;
+    const uint warp_t = warp / WARPS_R;
+    const uint warp_r = warp % WARPS_R;
     const uint block = warp * 256;
     [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
         [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
@@ -202,4 +199,113 @@ void main() {
             subgroupBarrier();
         }
     }
+}
+
+#ifdef STREAM_K
+// Stream-K: the grid is gl_NumWorkGroups.x workgroups (no more than the tiles, so each takes at
+// least a tile's steps), and workgroup w takes steps [w · S / W, (w + 1) · S / W) of all the
+// tiles' S steps, tile by tile (rows of tiles first). A tile split between two workgroups (the
+// head, ending a workgroup's range, and the tail, starting the next one's) has both pieces'
+// sums written to `partials`; the piece that finishes last (an atomic count per boundary) adds
+// the other's to its own (addition being commutative, the result does not depend on which one
+// that is) and writes the tile. So the last wave of tiles does not leave multiprocessors idle:
+// gate·up at 512 tokens is 228 tiles on an H200's 132 multiprocessors.
+layout(std430, binding = 5) coherent buffer Partials { float partials[]; };   // (workgroups, 2, TILE_TOKENS, TILE_ROWS) head and tail sums
+layout(std430, binding = 6) coherent buffer PieceCounts { uint pieces_done[]; }; // (workgroups) pieces of the split tile done, 0 between dispatches
+shared bool is_last_piece;
+#endif
+
+void main() {
+    Accumulator sums[BLOCKS_T][BLOCKS_R]; // (tokens, rows) 16×16 blocks of this subgroup's part of the tile
+#ifdef STREAM_K
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row_tiles = (pc.rows + TILE_ROWS - 1) / TILE_ROWS;
+    const uint steps = (pc.columns + TILE_K - 1) / TILE_K;  // a tile's
+    const uint total = row_tiles * ((pc.tokens + TILE_TOKENS - 1) / TILE_TOKENS) * steps;
+    const uint first_step = gl_WorkGroupID.x * total / gl_NumWorkGroups.x;  // (tiles · steps · workgroups < 2^32)
+    const uint end_step = (gl_WorkGroupID.x + 1) * total / gl_NumWorkGroups.x;
+    const uint warp_t = gl_SubgroupID / WARPS_R, warp_r = gl_SubgroupID % WARPS_R;
+    for (uint s = first_step; s < end_step;) {
+        const uint tile = s / steps, k_first = s % steps, k_last = min(steps, k_first + (end_step - s));
+        s += k_last - k_first;
+        const uint row0 = (tile % row_tiles) * TILE_ROWS, token0 = (tile / row_tiles) * TILE_TOKENS;
+        [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+            [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+                sums[i][j] = Accumulator(0.0);
+            }
+        }
+        multiply_share(row0, token0, k_first * TILE_K, min(k_last * TILE_K, pc.columns), sums);
+        if (k_first != 0 || k_last != steps) {
+            const bool head = k_first == 0;
+            const uint boundary = head ? gl_WorkGroupID.x : gl_WorkGroupID.x - 1;
+            const uint tile_size = TILE_TOKENS * TILE_ROWS;
+            const uint mine = (2 * boundary + (head ? 0 : 1)) * tile_size;
+            [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+                [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+                    const uint offset = (warp_t * WARP_TOKENS + 16 * i) * TILE_ROWS + warp_r * WARP_ROWS + 16 * j;
+                    coopMatStoreNV(sums[i][j], partials, mine + offset, TILE_ROWS, false);
+                }
+            }
+            memoryBarrierBuffer();
+            barrier();
+            if (tid == 0) {
+                is_last_piece = atomicAdd(pieces_done[boundary], 1u) == 1u;
+            }
+            barrier();
+            if (!is_last_piece) {
+                continue;
+            }
+            memoryBarrierBuffer();
+            const uint theirs = (2 * boundary + (head ? 1 : 0)) * tile_size;
+            [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+                [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+                    Accumulator other;
+                    const uint offset = (warp_t * WARP_TOKENS + 16 * i) * TILE_ROWS + warp_r * WARP_ROWS + 16 * j;
+                    coopMatLoadNV(other, partials, theirs + offset, TILE_ROWS, false);
+                    [[unroll]] for (int e = 0; e < other.length(); ++e) {  // (OpFAdd on the matrices crashes shaderc's optimizer)
+                        sums[i][j][e] += other[e];
+                    }
+                }
+            }
+            if (tid == 0) {
+                pieces_done[boundary] = 0u;
+            }
+        }
+        // Edge blocks go out through this workgroup's head slot of `partials` (its head piece, if
+        // any, comes last and overwrites it), not through `out_blocks` as in store_tile: in this
+        // loop that path wrote wrong values for a 488-token prompt's last tokens on an H200 (its
+        // cause not found; BENCHMARKS.md, thirteenth session).
+        const uint scratch = 2 * gl_WorkGroupID.x * TILE_TOKENS * TILE_ROWS + gl_SubgroupID * 256;
+        [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+            [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+                const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
+                const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
+                if (first_token + 16 <= pc.tokens && first_row + 16 <= pc.rows && pc.output_stride % 4 == 0) {
+                    coopMatStoreNV(sums[i][j], y, first_token * pc.output_stride + first_row, pc.output_stride, false);
+                    continue;
+                }
+                coopMatStoreNV(sums[i][j], partials, scratch, 16, false);
+                subgroupMemoryBarrierBuffer();
+                subgroupBarrier();
+                for (uint e = gl_SubgroupInvocationID; e < 256; e += SUBGROUP) {
+                    const uint token = first_token + e / 16, row = first_row + e % 16;
+                    if (token < pc.tokens && row < pc.rows) {
+                        y[token * pc.output_stride + row] = partials[scratch + e];
+                    }
+                }
+                subgroupMemoryBarrierBuffer();
+                subgroupBarrier();
+            }
+        }
+    }
+#else
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+            sums[i][j] = Accumulator(0.0);
+        }
+    }
+    const ColumnShare share = column_share();
+    multiply_share(gl_WorkGroupID.x * TILE_ROWS, gl_WorkGroupID.y * TILE_TOKENS, share.k_begin, share.k_end, sums);
+    store_tile(gl_WorkGroupID.x * TILE_ROWS, gl_WorkGroupID.y * TILE_TOKENS, share.y_offset, sums);
+#endif
 }

@@ -95,15 +95,41 @@ extension GPUBackend {
         if kernel.kind == .cooperativeMatrix {
             (input, inputRow) = (try queueHalfConversion(x, rows: rows).buffer, 0)
         }
-        let pipeline = try context.pipeline(kernel.shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,
-                                            specialization: [UInt32(parts)])
         let constants = MatmulConstants(rows: UInt32(weight.rows), columns: UInt32(weight.columns), tokens: UInt32(rows.count),
                                         inputRow: UInt32(inputRow), groupSize: UInt32(weight.groupSize),
                                         outputStride: UInt32(out.columns))
-        try dispatch(pipeline, [BufferBinding(input), BufferBinding(weight.packed), BufferBinding(weight.scales),
-                                BufferBinding(weight.biases), BufferBinding(try gpu(out).buffer)],
-                     constants,
+        let bindings = [BufferBinding(input), BufferBinding(weight.packed), BufferBinding(weight.scales),
+                        BufferBinding(weight.biases), BufferBinding(try gpu(out).buffer)]
+        if parts == 1, let (shader, workgroups) = kernel.streamK(rows: weight.rows, tokens: rows.count,
+                                                                 multiprocessors: context.device.physical.multiprocessors) {
+            let (partials, counts) = try streamKBuffers(workgroups: workgroups, tileValues: kernel.tileRows * kernel.tileTokens)
+            let pipeline = try context.pipeline(shader, bindings: 7, pushConstantSize: MemoryLayout<MatmulConstants>.size,
+                                                specialization: [1])
+            try dispatch(pipeline, bindings + [BufferBinding(partials), BufferBinding(counts)], constants, groups: (workgroups, 1, 1))
+            return
+        }
+        let pipeline = try context.pipeline(kernel.shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,
+                                            specialization: [UInt32(parts)])
+        try dispatch(pipeline, bindings, constants,
                      groups: ((weight.rows + kernel.tileRows - 1) / kernel.tileRows,
                               (rows.count + kernel.tileTokens - 1) / kernel.tileTokens, parts))
+    }
+
+    /// The stream-K products' buffers for `workgroups` workgroups of tiles of `tileValues` values,
+    /// grown when needed: the split tiles' two partial sums, (workgroups, 2, tileValues) Float32, and
+    /// the pieces done per split, (workgroups) UInt32, zeros between dispatches.
+    func streamKBuffers(workgroups: Int, tileValues: Int) throws -> (partials: Buffer, counts: Buffer) {
+        if (streamKPartials?.byteCount ?? 0) < workgroups * 2 * tileValues * 4 {
+            // Commands queued with the smaller buffer hold on to it until they have run.
+            streamKPartials = try Buffer(device: context.device, byteCount: workgroups * 2 * tileValues * 4, location: .deviceLocal,
+                                         label: "stream-K partial sums")
+        }
+        if (streamKCounts?.byteCount ?? 0) < workgroups * 4 {
+            let counts = try Buffer(device: context.device, byteCount: workgroups * 4, location: .deviceLocal, label: "stream-K pieces done")
+            try counts.fill(0)
+            streamKCounts = counts
+        }
+        guard let partials = streamKPartials, let counts = streamKCounts else { throw BackendError.notPrepared }
+        return (partials, counts)
     }
 }

@@ -100,6 +100,26 @@ struct PrefillKernel: Sendable {
         Self.workgroups(rows: rows, tokens: tokens, tileRows: tileRows, tileTokens: tileTokens)
     }
 
+    /// The stream-K form of this kernel and its workgroup count, for an unsplit product of `rows`
+    /// rows and `tokens` tokens on `multiprocessors`: where the large tile's last wave would leave
+    /// multiprocessors idle (more tiles than multiprocessors, not a whole number of waves), one
+    /// workgroup per multiprocessor takes an equal share of all the tiles' steps instead
+    /// (matmul_coopmat.comp with STREAM_K). Nil elsewhere, or with `PHI_GPU_STREAM_K=0`. On an H200
+    /// gate·up at 512 tokens (228 tiles) went from 376 to 355 µs and the LM head from 735 to 669;
+    /// pp512 +1.2-2.4%, Phi-4-mini +2.6% (BENCHMARKS.md, thirteenth session). `plan` still weighs
+    /// the tiles by whole waves.
+    func streamK(rows: Int, tokens: Int, multiprocessors: Int?,
+                 environment: [String: String] = Self.processEnvironment) -> (shader: ShaderBinary, workgroups: Int)? {
+        guard environment[Self.streamKVariable] != "0", let multiprocessors, multiprocessors > 0, let tile, tile == Self.largeTile,
+              let shader = ShaderLibrary.named(shader.name + "StreamK") else { return nil }
+        let tiles = self.tiles(rows: rows, tokens: tokens)
+        guard tiles > multiprocessors, tiles % multiprocessors != 0 else { return nil }
+        return (shader, multiprocessors)
+    }
+
+    /// The environment variable that turns stream-K off (`0`), for measurements.
+    static let streamKVariable = "PHI_GPU_STREAM_K"
+
     /// Tiles of `tileRows` × `tileTokens` covering `rows` × `tokens`.
     static func workgroups(rows: Int, tokens: Int, tileRows: Int, tileTokens: Int) -> Int {
         ((rows + tileRows - 1) / tileRows) * ((tokens + tileTokens - 1) / tileTokens)

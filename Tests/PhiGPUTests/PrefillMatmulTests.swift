@@ -221,6 +221,23 @@ final class PrefillMatmulTests: XCTestCase {
     /// waves fill (qkv: 128 tiles at 512 tokens; gate·up), the default where its own fewer, smaller
     /// waves cost less (short prompts), and products added into the residual split so that their
     /// large tiles make whole waves (o and down: 44 tiles in 3 parts).
+    /// Stream-K takes the large tile's products whose tiles are more than the multiprocessors and
+    /// not a whole number of waves, and no others (its kernel runs only with NV cooperative
+    /// matrices: on the GPU, checked against the CPU with `phi-gpu score`).
+    func testStreamKWhereTheLastWaveIsPartial() throws {
+        let large = try XCTUnwrap(PrefillKernel.variant(.cooperativeMatrix, bits: 4, tile: PrefillKernel.largeTile))
+        let small = try XCTUnwrap(PrefillKernel.variant(.cooperativeMatrix, bits: 4, tile: PrefillKernel.defaultTile))
+        let gateUp = large.streamK(rows: 16_384, tokens: 512, multiprocessors: 132, environment: [:])
+        XCTAssertEqual(gateUp?.workgroups, 132, "gate·up: 228 tiles in 1.7 waves")
+        XCTAssertEqual(gateUp?.shader.name, "matmulCoopmatQ4_256x144StreamK")
+        XCTAssertEqual(large.streamK(rows: 16_384, tokens: 488, multiprocessors: 132, environment: [:])?.workgroups, 132)
+        XCTAssertNil(large.streamK(rows: 9216, tokens: 512, multiprocessors: 132, environment: [:]), "qkv: 128 tiles, one wave")
+        XCTAssertNil(large.streamK(rows: 9216, tokens: 512, multiprocessors: 64, environment: [:]), "qkv on 64: two whole waves")
+        XCTAssertNil(large.streamK(rows: 16_384, tokens: 512, multiprocessors: nil, environment: [:]), "no multiprocessor count")
+        XCTAssertNil(large.streamK(rows: 16_384, tokens: 512, multiprocessors: 132, environment: [PrefillKernel.streamKVariable: "0"]))
+        XCTAssertNil(small.streamK(rows: 16_384, tokens: 512, multiprocessors: 132, environment: [:]), "only the large tile")
+    }
+
     func testPlanWeighsTheTilesWaves() {
         func plan(_ rows: Int, _ tokens: Int, _ columns: Int, splittable: Bool = false) -> String {
             let chosen = PrefillKernel.plan(rows: rows, tokens: tokens, columns: columns, step: 64, splittable: splittable,
@@ -313,10 +330,18 @@ final class PrefillMatmulTests: XCTestCase {
                 XCTAssertEqual(localSize(kernel.shader.words), kernel.threads, "workgroup size of \(kernel.shader.name)")
             }
         }
-        // Every compiled cooperative-matrix variant has its row in the table.
+        // Every compiled cooperative-matrix variant has its row in the table; a stream-K one has the
+        // defines of the tile it is the stream-K form of.
         for variant in list.variants where variant.name.hasPrefix("matmulCoopmat") {
             let bits = Int(variant.defines?["BITS"] ?? "") ?? 0
-            let tile = String(variant.name.dropFirst("matmulCoopmatQ\(bits)".count))
+            var tile = String(variant.name.dropFirst("matmulCoopmatQ\(bits)".count))
+            if variant.defines?["STREAM_K"] != nil {
+                XCTAssertTrue(tile.hasSuffix("StreamK"), variant.name)
+                tile = String(tile.dropLast("StreamK".count))
+                var plain = variant.defines ?? [:]
+                plain["STREAM_K"] = nil
+                XCTAssertEqual(list.defines(of: "matmulCoopmatQ\(bits)\(tile)"), plain, variant.name)
+            }
             XCTAssertNotNil(PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: tile), variant.name)
         }
     }
