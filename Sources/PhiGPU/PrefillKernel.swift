@@ -106,8 +106,8 @@ struct PrefillKernel: Sendable {
     /// workgroup per multiprocessor takes an equal share of all the tiles' steps instead
     /// (matmul_coopmat.comp with STREAM_K). Nil elsewhere, or with `PHI_GPU_STREAM_K=0`. On an H200
     /// gate·up at 512 tokens (228 tiles) went from 376 to 355 µs and the LM head from 735 to 669;
-    /// pp512 +1.2-2.4%, Phi-4-mini +2.6% (BENCHMARKS.md, thirteenth session). `plan` still weighs
-    /// the tiles by whole waves.
+    /// pp512 +1.2-1.7% (BENCHMARKS.md, thirteenth session). `plan` still weighs the tiles by whole
+    /// waves.
     func streamK(rows: Int, tokens: Int, multiprocessors: Int?,
                  environment: [String: String] = Self.processEnvironment) -> (shader: ShaderBinary, workgroups: Int)? {
         guard environment[Self.streamKVariable] != "0", let multiprocessors, multiprocessors > 0, let tile, tile == Self.largeTile,

@@ -217,10 +217,6 @@ final class PrefillMatmulTests: XCTestCase {
         XCTAssertEqual(PrefillKernel.parts(tiles: 1024, columns: 8192, step: 64, environment: [PrefillKernel.splitVariable: "9"]), 1, "not 1 to 8")
     }
 
-    /// The plan on an H200's 132 multiprocessors at Phi-3.5-mini's shapes: the large tile where its
-    /// waves fill (qkv: 128 tiles at 512 tokens; gate·up), the default where its own fewer, smaller
-    /// waves cost less (short prompts), and products added into the residual split so that their
-    /// large tiles make whole waves (o and down: 44 tiles in 3 parts).
     /// Stream-K takes the large tile's products whose tiles are more than the multiprocessors and
     /// not a whole number of waves, and no others (its kernel runs only with NV cooperative
     /// matrices: on the GPU, checked against the CPU with `phi-gpu score`).
@@ -238,6 +234,10 @@ final class PrefillMatmulTests: XCTestCase {
         XCTAssertNil(small.streamK(rows: 16_384, tokens: 512, multiprocessors: 132, environment: [:]), "only the large tile")
     }
 
+    /// The plan on an H200's 132 multiprocessors at Phi-3.5-mini's shapes: the large tile where its
+    /// waves fill (qkv: 128 tiles at 512 tokens; gate·up), the default where its own fewer, smaller
+    /// waves cost less (short prompts), and products added into the residual split so that their
+    /// large tiles make whole waves (o and down: 44 tiles in 3 parts).
     func testPlanWeighsTheTilesWaves() {
         func plan(_ rows: Int, _ tokens: Int, _ columns: Int, splittable: Bool = false) -> String {
             let chosen = PrefillKernel.plan(rows: rows, tokens: tokens, columns: columns, step: 64, splittable: splittable,
