@@ -3,8 +3,8 @@
 // Elementwise operations, one invocation per output element, chosen by OPERATION:
 //   OPERATION_ADD:       a[i] += b[i]                                   (count · width elements)
 //   OPERATION_SILU_GATE: out[t, j] = silu(a[t, j]) · a[t, width + j]    a: (count, 2 · width)
-//                        (with HALF_COPY one invocation per pair of outputs, also written as a
-//                        Float16 pair, as OPERATION_TO_HALF would convert them; width even)
+//                        (with HALF_COPY one invocation per 4 outputs, also written as Float16
+//                        pairs, as OPERATION_TO_HALF would convert them; width a multiple of 4)
 //   OPERATION_TO_HALF:   halves[i] = a[offset + 2i], a[offset + 2i + 1] as a Float16 pair
 //                        (count · width / 2 pairs; width even)
 //   OPERATION_ADD_PARTS: out[i] = Σ_p b[p · count · width + i], a[i] += out[i]   (offset parts: the
@@ -12,6 +12,12 @@
 //                        into the residual)
 #include "common.glsl"
 
+#if defined(OPERATION_SILU_GATE) && defined(HALF_COPY)
+// 4 outputs an invocation, every access 16 bytes wide (8 for the copy): width a multiple of 4.
+layout(std430, binding = 0) readonly buffer First { vec4 a[]; };             // (count, 2 · width / 4) gate | up
+layout(std430, binding = 1) writeonly buffer Second { vec4 b[]; };           // (count, width / 4)
+layout(std430, binding = 2) writeonly buffer HalfCopy { uvec2 half_copy[]; }; // (count, width / 4) 4 Float16 of out
+#else
 layout(std430, binding = 0) buffer First { float a[]; };
 #ifdef OPERATION_TO_HALF
 layout(std430, binding = 1) writeonly buffer Second { uint halves[]; }; // (count, width / 2) Float16 pairs
@@ -21,8 +27,6 @@ layout(std430, binding = 1) buffer Second { float b[]; };
 #ifdef OPERATION_ADD_PARTS
 layout(std430, binding = 2) writeonly buffer Third { float out_sum[]; }; // (count, width) the parts' sum
 #endif
-#ifdef HALF_COPY
-layout(std430, binding = 2) writeonly buffer HalfCopy { uint half_copy[]; }; // (count, width / 2) Float16 pairs of out
 #endif
 
 layout(push_constant) uniform ElementwiseConstants {
@@ -40,18 +44,17 @@ void main() {
     return;
 #endif
 #if defined(OPERATION_SILU_GATE) && defined(HALF_COPY)
-    if (index < pc.count * pc.width / 2) {
-        const uint t = 2 * index / pc.width;
-        const uint j = 2 * index % pc.width;
-        const vec2 gate = vec2(a[t * 2 * pc.width + j], a[t * 2 * pc.width + j + 1]);
-        const vec2 up = vec2(a[t * 2 * pc.width + pc.width + j], a[t * 2 * pc.width + pc.width + j + 1]);
-        const vec2 value = gate / (1.0 + exp(-gate)) * up;
-        b[2 * index] = value.x;
-        b[2 * index + 1] = value.y;
-        half_copy[index] = packHalf2x16(value);
+    const uint width4 = pc.width / 4;
+    if (index < pc.count * width4) {
+        const uint t = index / width4;
+        const uint j = index % width4;
+        const vec4 gate = a[2 * t * width4 + j];
+        const vec4 up = a[2 * t * width4 + width4 + j];
+        const vec4 value = gate / (1.0 + exp(-gate)) * up;
+        b[index] = value;
+        half_copy[index] = uvec2(packHalf2x16(value.xy), packHalf2x16(value.zw));
     }
-    return;
-#endif
+#else
     if (index >= pc.count * pc.width) {
         return;
     }
@@ -72,5 +75,6 @@ void main() {
     b[index] = gate / (1.0 + exp(-gate)) * up;
 #elif !defined(OPERATION_TO_HALF)
 #error OPERATION_ADD, OPERATION_ADD_PARTS, OPERATION_SILU_GATE or OPERATION_TO_HALF must be defined
+#endif
 #endif
 }

@@ -10,10 +10,12 @@ extension GPUBackend {
         let (config, _) = try prepared()
         try checkPositions(startPosition, count)
         guard let cosines, let sines else { throw BackendError.notPrepared }
-        let pipeline = try context.pipeline(ShaderLibrary.ropeCache, bindings: 7, pushConstantSize: MemoryLayout<RopeConstants>.size,
-                                            specialization: [256])
+        // 4 dims an invocation where each group of 4 lies on one side of the rotation's halves.
+        let vec4 = config.headDimension % 4 == 0 && rotaryDimensions % 8 == 0
+        let pipeline = try context.pipeline(vec4 ? ShaderLibrary.ropeCacheVec4 : ShaderLibrary.ropeCache, bindings: 7,
+                                            pushConstantSize: MemoryLayout<RopeConstants>.size, specialization: [256])
         let slot = try parameterSlot(UInt32(startPosition))
-        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension / 2
+        let total = count * (config.headCount + 2 * config.kvHeadCount) * config.headDimension / (vec4 ? 4 : 2)
         try dispatch(pipeline, [BufferBinding(try gpu(qkv).buffer), BufferBinding(cosines), BufferBinding(sines),
                                 BufferBinding(try gpu(queries).buffer), BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer]),
                                 BufferBinding(parameters)],

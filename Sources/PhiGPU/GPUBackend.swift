@@ -342,7 +342,7 @@ public final class GPUBackend: ProfilingBackend {
                                                 specialization: [256])
             try dispatch(pipeline, [BufferBinding(try gpu(gateUp).buffer), BufferBinding(try gpu(out).buffer), BufferBinding(copy.buffer)],
                          ElementwiseConstants(count: UInt32(count), width: UInt32(out.columns)),
-                         groups: ((count * out.columns / 2 + 255) / 256, 1, 1))
+                         groups: ((count * out.columns / 4 + 255) / 256, 1, 1))
             noteHalfCopy(of: out, rows: count)
             return
         }

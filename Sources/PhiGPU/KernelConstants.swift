@@ -101,6 +101,7 @@ public let pushConstantLayouts: [(shader: ShaderBinary, swiftSize: Int)] = [
     (ShaderLibrary.siluGateHalf, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.toHalf, MemoryLayout<ElementwiseConstants>.size),
     (ShaderLibrary.ropeCache, MemoryLayout<RopeConstants>.size),
+    (ShaderLibrary.ropeCacheVec4, MemoryLayout<RopeConstants>.size),
     (ShaderLibrary.attention, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionCoopmat, MemoryLayout<AttentionConstants>.size),
     (ShaderLibrary.attentionSplit, MemoryLayout<AttentionConstants>.size),

@@ -86,4 +86,28 @@ final class PromptHalfCopyTests: XCTestCase {
         XCTAssertEqual(backend.stream.queued.count, beforeShort + 1)
         try TestGPU.assertNoValidationErrors()
     }
+
+    /// Rows wider than the norm keeps in registers (4 vec4s an invocation, 4,096 values at 256
+    /// invocations): the rest is read again in the second pass.
+    func testPromptNormOfRowsWiderThanItsRegisters() throws {
+        var config = GPUBackendTests.smallConfig
+        config.hiddenSize = 4 * 4 * 256 + 32
+        let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
+        let backend = try GPUBackend(context: try TestGPU.context())
+        try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
+        backend.writesHalfCopies = true
+        let tokens = 9
+        let x = random.floats(tokens * config.hiddenSize, in: -4...4)
+        let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
+        try input.buffer.upload(x)
+        let normed = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
+        try backend.rmsNorm(input, weight: .mlpNorm(layer: 0), count: tokens, into: normed)
+        let halves = try backend.queueHalfConversion(normed, rows: 0..<tokens)
+        let normWeight = weights.layers[0].mlpNorm.withFloats { Array($0.prefix(config.hiddenSize)) }
+        let got = try backend.read(normed, rows: 0..<tokens)
+        TestSupport.assertClose(got, CPUReference.rmsNorm(x, weight: normWeight, epsilon: config.rmsNormEpsilon), relative: 1e-5,
+                                "rmsNorm of \(config.hiddenSize) columns", note: "random seed \(seed)")
+        assertCopy(try unpacked(backend, halves, count: got.count), of: got, "rmsNorm of \(config.hiddenSize) columns")
+        try TestGPU.assertNoValidationErrors()
+    }
 }
