@@ -53,7 +53,7 @@ layout(push_constant) uniform AttentionConstants {
     uint context;
     float scale;        // 1 / sqrt(headDim)
     uint chunk_size;    // unused here (attention_split.comp's keys per workgroup)
-    uint chunks;        // unused here (attention_split.comp's workgroups per token and head)
+    uint chunks;        // 1: each workgroup takes two query groups (see main); attention_split.comp's workgroups per token and head
     uint rotary;        // unused here (attention_split.comp's rotated dimensions with ROPE)
 } pc;
 
@@ -67,7 +67,9 @@ shared float row_numbers[256];              // (16, 16): the row number of each 
 #define Accumulator fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define Operand fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
-void main() {
+// The attention of query group `query_group` (queries 16 · WARPS · query_group on) of this workgroup's head.
+void attend(uint query_group) {
+    barrier(); // a previous group's epilogue no longer reads shared memory
     const uint tid = gl_LocalInvocationID.x;
     const uint warp = gl_SubgroupID;
     const uint lane = gl_SubgroupInvocationID;
@@ -76,7 +78,7 @@ void main() {
     const uint row_chunks = pc.head_dim / 8;
     const uint width = pc.heads * pc.head_dim; // floats between query rows
     const uint start = parameters[pc.position_slot];
-    const uint group_query = gl_WorkGroupID.x * (16 * WARPS);
+    const uint group_query = query_group * (16 * WARPS);
     const uint first_query = group_query + 16 * warp;
     // Keys 0 ..< group_keys are seen by some query of the workgroup, 0 ..< keys_seen by one of this subgroup.
     const uint group_keys = start + min(group_query + 16 * WARPS, pc.count);
@@ -231,5 +233,17 @@ void main() {
             subgroupMemoryBarrierShared();
             subgroupBarrier();
         }
+    }
+}
+
+void main() {
+    // One query group a workgroup, the last (the most keys) first so that the longest start
+    // earliest; or with pc.chunks = 1 (paired), workgroup i takes the groups n - 1 - i and i,
+    // whose keys add up to about the same for every workgroup of a prompt's first chunk.
+    const uint groups = (pc.count + 16 * WARPS - 1) / (16 * WARPS);
+    const uint first = groups - 1 - gl_WorkGroupID.x;
+    attend(first);
+    if (pc.chunks == 1 && gl_WorkGroupID.x < first) {
+        attend(gl_WorkGroupID.x);
     }
 }

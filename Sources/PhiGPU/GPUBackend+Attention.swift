@@ -52,8 +52,13 @@ extension GPUBackend {
         if let prompt {
             let pipeline = try context.pipeline(prompt.shader, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
                                                 specialization: [UInt32(prompt.kind == .scalar ? prompt.threads : config.headDimension / 16)])
+            let groups = (count + prompt.queries - 1) / prompt.queries
+            var promptConstants = constants
+            let paired = prompt.kind != .scalar && PromptAttention.pairs(groups: groups, heads: config.headCount, startPosition: startPosition,
+                                                                                      queries: prompt.queries, multiprocessors: physical.multiprocessors)
+            promptConstants.chunks = paired ? 1 : 0
             try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
-                         constants, groups: ((count + prompt.queries - 1) / prompt.queries, config.headCount, 1))
+                         promptConstants, groups: (paired ? (groups + 1) / 2 : groups, config.headCount, 1))
             return
         }
         // The RoPE-and-cache queued just before for these queries is done by the attention itself.

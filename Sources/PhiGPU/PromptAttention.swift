@@ -96,6 +96,23 @@ struct PromptAttention: Sendable {
 
     /// Picks the prompt attention by hand, for measurements and checks: `scalar` or
     /// `cooperativeMatrix`; unset, the best that runs.
+    /// Whether the cooperative kernel's workgroups each take two of the `groups` groups of
+    /// `queries` queries of each of `heads` heads (the last and the first, and so on): where the
+    /// prompt starts before position groups · queries, so that the groups' key counts differ by more
+    /// than a factor of 2, and the unpaired workgroups would be more than the device's
+    /// `multiprocessors` (fewer run side by side anyway). Each workgroup then does about the same
+    /// work. On an H200 at Phi-3.5-mini's shapes from position 0 the attention took 45 µs against 64
+    /// at 512 tokens, 156 against 190 at 1,024, 561 against 599-631 at 2,048 (BENCHMARKS.md,
+    /// fourteenth session). `PHI_GPU_ATTENTION_PAIRS=0` or `1` forces it.
+    static func pairs(groups: Int, heads: Int, startPosition: Int, queries: Int, multiprocessors: Int?,
+                      environment: [String: String] = PrefillKernel.processEnvironment) -> Bool {
+        if let forced = environment[pairsVariable] { return forced == "1" && groups > 1 }
+        return groups > 1 && startPosition < groups * queries && groups * heads > (multiprocessors ?? 0)
+    }
+
+    /// The environment variable that forces `pairs` on (`1`) or off (`0`), for measurements.
+    static let pairsVariable = "PHI_GPU_ATTENTION_PAIRS"
+
     static let environmentVariable = "PHI_GPU_PROMPT_ATTENTION"
 
     /// The kernel for heads of `headDimension` on `device`: `forced` (tests) or the one the

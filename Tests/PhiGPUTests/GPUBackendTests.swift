@@ -337,6 +337,26 @@ final class GPUBackendTests: XCTestCase {
         }
     }
 
+    /// The cooperative prompt attention pairs its query groups (the last with the first, ...) where
+    /// the groups' key counts differ by more than a factor of 2 (a prompt from position 0 or near
+    /// it) and there are more unpaired workgroups than multiprocessors.
+    func testPromptAttentionPairsTheQueryGroupsOfAFirstChunk() {
+        func pairs(_ groups: Int, from start: Int, heads: Int = 32, multiprocessors: Int? = 132, _ environment: [String: String] = [:]) -> Bool {
+            PromptAttention.pairs(groups: groups, heads: heads, startPosition: start, queries: 64, multiprocessors: multiprocessors,
+                                  environment: environment)
+        }
+        XCTAssertTrue(pairs(8, from: 0))
+        XCTAssertTrue(pairs(32, from: 1000))
+        XCTAssertTrue(pairs(8, from: 0, heads: 24), "Phi-4-mini: 192 workgroups")
+        XCTAssertTrue(pairs(2, from: 0, multiprocessors: nil))
+        XCTAssertFalse(pairs(8, from: 512), "keys 512-1024: within 2x")
+        XCTAssertFalse(pairs(8, from: 4096))
+        XCTAssertFalse(pairs(4, from: 0), "128 workgroups run side by side on 132 multiprocessors")
+        XCTAssertFalse(pairs(1, from: 0), "one group has no partner")
+        XCTAssertTrue(pairs(8, from: 4096, [PromptAttention.pairsVariable: "1"]))
+        XCTAssertFalse(pairs(8, from: 0, [PromptAttention.pairsVariable: "0"]))
+    }
+
     func testNotEnoughMemoryIsAClearError() throws {
         let backend = try GPUBackend(context: try TestGPU.context())
         var config = Self.smallConfig
