@@ -43,6 +43,7 @@ layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };            /
 layout(std430, binding = 2) readonly buffer Values { uvec4 values[]; };        // (kvHeads, context, headDim) Float16
 layout(std430, binding = 3) writeonly buffer Output { float y[]; };            // (count, heads · headDim) Float32
 layout(std430, binding = 4) readonly buffer Parameters { uint parameters[]; }; // per-step values written by the host
+layout(std430, binding = 5) writeonly buffer HalfOutput { uvec4 y_half[]; };  // (count, heads · headDim / 8) 8 Float16 of y, with pc.chunk_size = 1
 
 layout(push_constant) uniform AttentionConstants {
     uint count;
@@ -52,7 +53,7 @@ layout(push_constant) uniform AttentionConstants {
     uint head_dim;
     uint context;
     float scale;        // 1 / sqrt(headDim)
-    uint chunk_size;    // unused here (attention_split.comp's keys per workgroup)
+    uint chunk_size;    // 1: y is also written as Float16 to y_half, for the product that reads it; attention_split.comp's keys per workgroup
     uint chunks;        // 1: each workgroup takes two query groups (see main); attention_split.comp's workgroups per token and head
     uint rotary;        // unused here (attention_split.comp's rotated dimensions with ROPE)
 } pc;
@@ -66,6 +67,7 @@ shared float row_numbers[256];              // (16, 16): the row number of each 
 
 #define Accumulator fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define Operand fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define HalfAccumulator fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
 // The attention of query group `query_group` (queries 16 · WARPS · query_group on) of this workgroup's head.
 void attend(uint query_group) {
@@ -221,6 +223,9 @@ void attend(uint query_group) {
         }
         if (queries_here == 16) {
             coopMatStoreNV(o[j], y, out_base + 16 * j, width, false);
+            if (pc.chunk_size == 1) {
+                coopMatStoreNV(HalfAccumulator(o[j]), y_half, (out_base + 16 * j) / 8, width / 8, false);
+            }
         } else { // the prompt's last rows: through shared memory, with bounds
             coopMatStoreNV(o[j], scores, scores_base, S_STRIDE, false);
             subgroupMemoryBarrierShared();
@@ -229,6 +234,14 @@ void attend(uint query_group) {
                 if (e / 16 < queries_here) {
                     y[out_base + (e / 16) * width + 16 * j + e % 16] = scores[scores_base + (e / 16) * S_STRIDE + e % 16];
                 }
+            }
+            if (pc.chunk_size == 1 && lane / 2 < queries_here) { // row lane / 2, values 8 · (lane % 2) ..< + 8
+                const uint from = scores_base + (lane / 2) * S_STRIDE + 8 * (lane % 2);
+                uvec4 halves;
+                [[unroll]] for (uint i = 0; i < 4; ++i) {
+                    halves[i] = packHalf2x16(vec2(scores[from + 2 * i], scores[from + 2 * i + 1]));
+                }
+                y_half[(out_base + (lane / 2) * width + 16 * j + 8 * (lane % 2)) / 8] = halves;
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();

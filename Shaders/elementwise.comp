@@ -9,7 +9,8 @@
 //                        (count · width / 2 pairs; width even)
 //   OPERATION_ADD_PARTS: out[i] = Σ_p b[p · count · width + i], a[i] += out[i]   (offset parts: the
 //                        partial sums of a prefill product split over its columns, added up and
-//                        into the residual)
+//                        into the residual; with VEC4 4 elements an invocation, count · width a
+//                        multiple of 4)
 #include "common.glsl"
 
 #if defined(OPERATION_SILU_GATE) && defined(HALF_COPY)
@@ -17,6 +18,11 @@
 layout(std430, binding = 0) readonly buffer First { vec4 a[]; };             // (count, 2 · width / 4) gate | up
 layout(std430, binding = 1) writeonly buffer Second { vec4 b[]; };           // (count, width / 4)
 layout(std430, binding = 2) writeonly buffer HalfCopy { uvec2 half_copy[]; }; // (count, width / 4) 4 Float16 of out
+#elif defined(OPERATION_ADD_PARTS) && defined(VEC4)
+// 4 elements an invocation, 16 bytes wide: count · width a multiple of 4.
+layout(std430, binding = 0) buffer First { vec4 a4[]; };                  // (count, width / 4)
+layout(std430, binding = 1) readonly buffer Second { vec4 b4[]; };        // (parts, count, width / 4)
+layout(std430, binding = 2) writeonly buffer Third { vec4 out_sum4[]; };  // (count, width / 4)
 #else
 layout(std430, binding = 0) buffer First { float a[]; };
 #ifdef OPERATION_TO_HALF
@@ -53,6 +59,16 @@ void main() {
         const vec4 value = gate / (1.0 + exp(-gate)) * up;
         b[index] = value;
         half_copy[index] = uvec2(packHalf2x16(value.xy), packHalf2x16(value.zw));
+    }
+#elif defined(OPERATION_ADD_PARTS) && defined(VEC4)
+    const uint total4 = pc.count * pc.width / 4;
+    if (index < total4) {
+        vec4 sum = vec4(0.0);
+        for (uint part = 0; part < pc.offset; ++part) {
+            sum += b4[part * total4 + index];
+        }
+        out_sum4[index] = sum;
+        a4[index] += sum;
     }
 #else
     if (index >= pc.count * pc.width) {

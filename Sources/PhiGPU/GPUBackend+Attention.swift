@@ -50,15 +50,22 @@ extension GPUBackend {
                                            rotary: UInt32(rotaryDimensions))
         let caches = [BufferBinding(keyCache[layer]), BufferBinding(valueCache[layer])]
         if let prompt {
-            let pipeline = try context.pipeline(prompt.shader, bindings: 5, pushConstantSize: MemoryLayout<AttentionConstants>.size,
-                                                specialization: [UInt32(prompt.kind == .scalar ? prompt.threads : config.headDimension / 16)])
+            let cooperative = prompt.kind != .scalar
+            var bindings = [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)]
             let groups = (count + prompt.queries - 1) / prompt.queries
             var promptConstants = constants
-            let paired = prompt.kind != .scalar && PromptAttention.pairs(groups: groups, heads: config.headCount, startPosition: startPosition,
-                                                                                      queries: prompt.queries, multiprocessors: physical.multiprocessors)
+            let paired = cooperative && PromptAttention.pairs(groups: groups, heads: config.headCount, startPosition: startPosition,
+                                                              queries: prompt.queries, multiprocessors: physical.multiprocessors)
             promptConstants.chunks = paired ? 1 : 0
-            try dispatch(pipeline, [BufferBinding(try gpu(queries).buffer)] + caches + [BufferBinding(try gpu(out).buffer), BufferBinding(parameters)],
-                         promptConstants, groups: (paired ? (groups + 1) / 2 : groups, config.headCount, 1))
+            // The cooperative kernel also writes its output in Float16 for the product that reads it
+            // (chunkSize 1), instead of a conversion dispatch.
+            let copy = cooperative ? try halfCopy(count: count, columns: out.columns) : nil
+            promptConstants.chunkSize = copy == nil ? 0 : 1
+            if cooperative { bindings.append(BufferBinding(try copy?.buffer ?? gpu(out).buffer)) }
+            let pipeline = try context.pipeline(prompt.shader, bindings: bindings.count, pushConstantSize: MemoryLayout<AttentionConstants>.size,
+                                                specialization: [UInt32(cooperative ? config.headDimension / 16 : prompt.threads)])
+            try dispatch(pipeline, bindings, promptConstants, groups: (paired ? (groups + 1) / 2 : groups, config.headCount, 1))
+            if copy != nil { noteHalfCopy(of: out, rows: count) }
             return
         }
         // The RoPE-and-cache queued just before for these queries is done by the attention itself.

@@ -34,11 +34,13 @@ extension GPUBackend {
         }
         guard let sums = prefillPartSums else { throw BackendError.notPrepared }
         try queuePrefillMatmul(x, rows: rows, weight: weight, into: sums, kernel: kernel, parts: parts)
-        let pipeline = try context.pipeline(ShaderLibrary.addParts, bindings: 3, pushConstantSize: MemoryLayout<ElementwiseConstants>.size,
-                                            specialization: [256])
+        let elements = rows.count * weight.rows
+        let perInvocation = elements % 4 == 0 ? 4 : 1  // addPartsVec4: 16 bytes an access
+        let pipeline = try context.pipeline(perInvocation == 4 ? ShaderLibrary.addPartsVec4 : ShaderLibrary.addParts, bindings: 3,
+                                            pushConstantSize: MemoryLayout<ElementwiseConstants>.size, specialization: [256])
         try dispatch(pipeline, [BufferBinding(try gpu(accumulator).buffer), BufferBinding(sums.buffer), BufferBinding(try gpu(out).buffer)],
                      ElementwiseConstants(count: UInt32(rows.count), width: UInt32(weight.rows), offset: UInt32(parts)),
-                     groups: ((rows.count * weight.rows + 255) / 256, 1, 1))
+                     groups: ((elements / perInvocation + 255) / 256, 1, 1))
         return true
     }
 

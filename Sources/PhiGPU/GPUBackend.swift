@@ -263,12 +263,14 @@ public final class GPUBackend: ProfilingBackend {
         }
         if rows.count == 1 {
             var fused = prologue
+            let parts = Self.parts(columns: w.columns)
             var kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             prologue: fused?.kind ?? .none, settings: decodeProducts, device: context.device)
+                                             prologue: fused?.kind ?? .none, rows: w.rows, parts: parts, settings: decodeProducts,
+                                             device: context.device)
             if kernel == nil, fused != nil {
                 fused = nil
                 kernel = MatvecKernel.choose(bits: w.bits, columns: w.columns, groupSize: w.groupSize, accumulate: accumulator != nil,
-                                             settings: decodeProducts, device: context.device)
+                                             rows: w.rows, parts: parts, settings: decodeProducts, device: context.device)
             }
             if let kernel {
                 try queueMatvec(kernel, x: x, rows: rows, weight: weight, w: w, into: out, accumulateInto: accumulator, prologue: fused)

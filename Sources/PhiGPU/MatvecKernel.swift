@@ -20,6 +20,10 @@ public struct DecodeProductSettings: Sendable, Equatable {
     public var blocksInFlight = 1
     /// Subgroups per workgroup of the staged kernel (1-32).
     public var subgroups = 8
+    /// Halve the rows per subgroup of a staged product whose workgroups would be fewer than the
+    /// device's multiprocessors (attention output at Phi-3.5-mini's shapes: 96 workgroups of 32
+    /// rows on an H200's 132), down to 1. `PHI_GPU_MATVEC_FILL=0` turns it off.
+    public var fillMultiprocessors = true
 
     public init() {}
 
@@ -32,6 +36,7 @@ public struct DecodeProductSettings: Sendable, Equatable {
         if let rows = value("PHI_GPU_MATVEC_ROWS").flatMap(Int.init) { settings.rowsPerSubgroup = rows }
         if let unroll = value("PHI_GPU_MATVEC_UNROLL").flatMap(Int.init) { settings.blocksInFlight = unroll }
         if let subgroups = value("PHI_GPU_MATVEC_SUBGROUPS").flatMap(Int.init) { settings.subgroups = subgroups }
+        settings.fillMultiprocessors = value("PHI_GPU_MATVEC_FILL") != "0"
         return settings
     }()
 }
@@ -72,8 +77,10 @@ struct MatvecKernel {
 
     /// The kernel for a `bits`-bit matrix of `columns` columns in groups of `groupSize`, or nil when
     /// no decode kernel takes the shape (the general product does) or the prologue cannot be fused.
+    /// With `rows` and `parts` (the workgroups along the columns), the rows per subgroup are halved
+    /// while the workgroups would be fewer than the device's multiprocessors (`fillMultiprocessors`).
     static func choose(bits: Int, columns: Int, groupSize: Int, accumulate: Bool, prologue: Prologue = .none,
-                       settings: DecodeProductSettings, device: Device) -> MatvecKernel? {
+                       rows: Int? = nil, parts: Int = 1, settings: DecodeProductSettings, device: Device) -> MatvecKernel? {
         let blockValues = 128 / bits
         guard columns % blockValues == 0 else { return nil }
         // The 4-bit staged kernel multiplies in Float16.
@@ -95,10 +102,26 @@ struct MatvecKernel {
         }
         let index = (prologue == .norm ? 4 : prologue == .silu ? 8 : 0) + (accumulate ? 2 : 0) + (bits == 4 ? 0 : 1)
         let shader = (integerDot ? integerDotShaders : stagedShaders)[index]
-        let rows = min(max(settings.rowsPerSubgroup, 1), 16)
+        var rowsPerSubgroup = min(max(settings.rowsPerSubgroup, 1), 16)
         let unroll = min(max(settings.blocksInFlight, 1), 8)
         let subgroups = min(max(settings.subgroups, 1), 32)
-        return MatvecKernel(shader: shader, rowsPerSubgroup: rows, subgroups: subgroups, specialization: [UInt32(rows), UInt32(unroll)])
+        if settings.fillMultiprocessors, let rows, let multiprocessors = device.physical.multiprocessors {
+            rowsPerSubgroup = filling(multiprocessors, rows: rows, rowsPerSubgroup: rowsPerSubgroup, subgroups: subgroups, parts: parts)
+        }
+        return MatvecKernel(shader: shader, rowsPerSubgroup: rowsPerSubgroup, subgroups: subgroups,
+                            specialization: [UInt32(rowsPerSubgroup), UInt32(unroll)])
+    }
+
+    /// `rowsPerSubgroup` halved while a product of `rows` rows in workgroups of `subgroups`
+    /// subgroups, `parts` along its columns, would have fewer workgroups than `multiprocessors`.
+    /// On an H200 the attention output (3,072 rows) in 192 workgroups instead of 96 (BENCHMARKS.md,
+    /// fourteenth session).
+    static func filling(_ multiprocessors: Int, rows: Int, rowsPerSubgroup: Int, subgroups: Int, parts: Int) -> Int {
+        var result = max(rowsPerSubgroup, 1)
+        while result > 1, (rows + subgroups * result - 1) / (subgroups * result) * parts < multiprocessors {
+            result /= 2
+        }
+        return result
     }
 
     /// The staged variants by prologue (none, norm, silu), then accumulate (no, yes), then bits (4, 8).

@@ -357,6 +357,15 @@ final class GPUBackendTests: XCTestCase {
         XCTAssertFalse(pairs(8, from: 0, [PromptAttention.pairsVariable: "0"]))
     }
 
+    /// Decode products with fewer workgroups than multiprocessors take fewer rows per subgroup.
+    func testDecodeProductsFillTheMultiprocessors() {
+        XCTAssertEqual(MatvecKernel.filling(132, rows: 3072, rowsPerSubgroup: 4, subgroups: 8, parts: 1), 2, "o: 96 -> 192 workgroups")
+        XCTAssertEqual(MatvecKernel.filling(132, rows: 3072, rowsPerSubgroup: 4, subgroups: 8, parts: 2), 4, "down: 2 parts of 96")
+        XCTAssertEqual(MatvecKernel.filling(132, rows: 9216, rowsPerSubgroup: 4, subgroups: 8, parts: 1), 4, "qkv: 288 workgroups")
+        XCTAssertEqual(MatvecKernel.filling(132, rows: 64, rowsPerSubgroup: 4, subgroups: 8, parts: 1), 1, "no fewer than 1")
+        XCTAssertEqual(MatvecKernel.filling(132, rows: 3072, rowsPerSubgroup: 3, subgroups: 8, parts: 1), 1, "3 -> 1: 384 workgroups")
+    }
+
     func testNotEnoughMemoryIsAClearError() throws {
         let backend = try GPUBackend(context: try TestGPU.context())
         var config = Self.smallConfig

@@ -176,27 +176,31 @@ final class PrefillMatmulTests: XCTestCase {
     /// A many-token product whose output is then added into the residual is re-queued split over its
     /// columns (2 parts for 64 columns in steps of 32; 4 for 160 columns, 5 steps: shares of 2, 2, 1
     /// and none), the parts added up by the add: both the product and the residual match the CPU,
-    /// 4-bit and 8-bit.
+    /// 4-bit and 8-bit, 4 sums an invocation (addPartsVec4) or, where the output's size is not a
+    /// multiple of 4 (98 rows × 99 tokens), one.
     func testProductAddedIntoTheResidualIsSplitOverItsColumns() throws {
-        for (bits, columns, parts) in [(4, 64, 2), (8, 64, 2), (4, 160, 4)] {
-            let tokens = 100
-            let weight = randomMatrix(rows: 96, columns: columns, bits: bits, groupSize: 32)
+        for (bits, columns, parts, rows, tokens) in [(4, 64, 2, 96, 100), (8, 64, 2, 96, 100), (4, 160, 4, 96, 100), (4, 64, 2, 98, 99)] {
+            let weight = randomMatrix(rows: rows, columns: columns, bits: bits, groupSize: 32)
             let backend = try backendWithQKV(weight.matrix, bits: bits)
             let kernel = try XCTUnwrap(try PrefillKernel.choose(tokens: tokens, bits: bits, columns: columns, device: backend.context.device))
-            XCTAssertEqual(kernel.parts(rows: 96, tokens: tokens, columns: columns, groupSize: 32, multiprocessors: nil, environment: [:]), parts)
+            XCTAssertEqual(kernel.parts(rows: rows, tokens: tokens, columns: columns, groupSize: 32, multiprocessors: nil, environment: [:]), parts)
             let x = random.floats(tokens * columns)
-            let residual = random.floats(tokens * 96)
+            let residual = random.floats(tokens * rows)
             let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: columns) as? GPUTensor)
             try input.buffer.upload(x)
-            let out = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
+            let out = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: rows) as? GPUTensor)
             try out.buffer.fill(poison)
-            let accumulator = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: 96) as? GPUTensor)
+            let accumulator = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: rows) as? GPUTensor)
             try accumulator.buffer.upload(residual)
+            backend.profiling = true
             try backend.matmul(input, rows: 0..<tokens, weight: .qkv(layer: 0), into: out)
             try backend.add(out, count: tokens, into: accumulator)
+            let got = try backend.read(out, rows: 0..<tokens)
+            XCTAssertTrue(backend.lastProfile.map(\.name).contains(rows * tokens % 4 == 0 ? "addPartsVec4" : "addParts"), "\(backend.lastProfile.map(\.name))")
+            backend.profiling = false
             let product = CPUReference.matmul(x, weight: weight.matrix)
             let tolerance: Float = kernel.kind == .cooperativeMatrix ? 1e-2 : 1e-4
-            assertClose(try backend.read(out, rows: 0..<tokens), product, relative: tolerance, "split product \(bits)-bit, \(columns) columns")
+            assertClose(got, product, relative: tolerance, "split product \(bits)-bit, \(columns) columns, \(rows) rows")
             assertClose(try backend.read(accumulator, rows: 0..<tokens), zip(residual, product).map { $0 + $1 }, relative: tolerance,
                         "residual plus split product \(bits)-bit, \(columns) columns")
         }
