@@ -202,100 +202,162 @@ void store_tile(uint row0, uint token0, uint y_offset, Accumulator sums[BLOCKS_T
 }
 
 #ifdef STREAM_K
-// Stream-K: the grid is gl_NumWorkGroups.x workgroups (no more than the tiles, so each takes at
-// least a tile's steps), and workgroup w takes steps [w · S / W, (w + 1) · S / W) of all the
-// tiles' S steps, tile by tile (rows of tiles first). A tile split between two workgroups (the
-// head, ending a workgroup's range, and the tail, starting the next one's) has both pieces'
-// sums written to `partials`; the piece that finishes last (an atomic count per boundary) adds
-// the other's to its own (addition being commutative, the result does not depend on which one
-// that is) and writes the tile. So the last wave of tiles does not leave multiprocessors idle:
-// gate·up at 512 tokens is 228 tiles on an H200's 132 multiprocessors.
-layout(std430, binding = 5) coherent buffer Partials { float partials[]; };   // (workgroups, 2, TILE_TOKENS, TILE_ROWS) head and tail sums
-layout(std430, binding = 6) coherent buffer PieceCounts { uint pieces_done[]; }; // (workgroups) pieces of the split tile done, 0 between dispatches
+// Stream-K: the grid is gl_NumWorkGroups.x workgroups (W). Where the tiles make two whole waves
+// or more, those go first, one to a workgroup per wave, as without stream-K, and only the last
+// partial wave's tiles are shared out; else (or with STREAM_MODE 1, a specialization constant) all
+// tiles are, and with STREAM_MODE 2 only the partial wave's always. On an H200, gate·up at 1,024
+// tokens (456 tiles on 132 workgroups) took 649 µs with the partial wave shared out, 684 with all
+// tiles and 737 without stream-K; at 512 tokens (228 tiles) 357 with all tiles, 361 with the
+// partial wave. Workgroup w takes
+// steps [w · S / W, (w + 1) · S / W) of the shared tiles' S steps, tile by tile (rows of tiles
+// first). A tile split between workgroups has each piece's sums written to `partials`: a
+// workgroup's first piece to its slot 0, its last to slot 1. The piece that finishes last (an
+// atomic count per tile) adds up all of them in the order of the workgroups, so the result does
+// not depend on which one that is, and writes the tile. So the last wave of tiles does not leave
+// multiprocessors idle: gate·up at 512 tokens is 228 tiles on an H200's 132 multiprocessors.
+layout(constant_id = 1) const uint STREAM_MODE = 0;  // 0: as above; 1: all tiles shared out; 2: the partial wave's
+layout(std430, binding = 5) coherent buffer Partials { float partials[]; };   // (workgroups, 3, TILE_TOKENS, TILE_ROWS) first and last pieces' sums, edge scratch
+layout(std430, binding = 6) coherent buffer PieceCounts { uint pieces_done[]; }; // (tiles) pieces of each split tile done, 0 between dispatches
 shared bool is_last_piece;
+
+// The first shared step of workgroup v of `groups`, the shared steps being [base, base + total).
+uint range_start(uint v, uint base, uint total, uint groups) {
+    return base + v * total / groups;  // (total · groups < 2^32)
+}
+
+// The workgroup whose range holds step s.
+uint range_owner(uint s, uint base, uint total, uint groups) {
+    uint v = min(groups - 1, (s - base) * groups / total);
+    while (v + 1 < groups && range_start(v + 1, base, total, groups) <= s) {
+        ++v;
+    }
+    while (v > 0 && range_start(v, base, total, groups) > s) {
+        --v;
+    }
+    return v;
+}
+
+// Multiplies tile `tile`'s steps [k_first, k_last) into `sums`; for a split tile, leaves the
+// piece's sums in `partials` and returns whether this workgroup is the last piece, whose `sums`
+// are then the whole tile's.
+bool multiply_piece(uint tile, uint k_first, uint k_last, uint steps, uint base, uint total, bool first_piece,
+                    inout Accumulator sums[BLOCKS_T][BLOCKS_R]) {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint warp_t = gl_SubgroupID / WARPS_R, warp_r = gl_SubgroupID % WARPS_R;
+    const uint row_tiles = (pc.rows + TILE_ROWS - 1) / TILE_ROWS;
+    const uint row0 = (tile % row_tiles) * TILE_ROWS, token0 = (tile / row_tiles) * TILE_TOKENS;
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+            sums[i][j] = Accumulator(0.0);
+        }
+    }
+    multiply_share(row0, token0, k_first * TILE_K, min(k_last * TILE_K, pc.columns), sums);
+    if (k_first == 0 && k_last == steps) {
+        return true;
+    }
+    const uint tile_size = TILE_TOKENS * TILE_ROWS, groups = gl_NumWorkGroups.x;
+    const uint mine = (3 * gl_WorkGroupID.x + (first_piece ? 0 : 1)) * tile_size;
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+            const uint offset = (warp_t * WARP_TOKENS + 16 * i) * TILE_ROWS + warp_r * WARP_ROWS + 16 * j;
+            coopMatStoreNV(sums[i][j], partials, mine + offset, TILE_ROWS, false);
+        }
+    }
+    const uint tile_start = tile * steps;
+    const uint first_owner = range_owner(tile_start, base, total, groups);
+    const uint last_owner = range_owner(tile_start + steps - 1, base, total, groups);
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0) {
+        is_last_piece = atomicAdd(pieces_done[tile], 1u) == last_owner - first_owner;
+    }
+    barrier();
+    if (!is_last_piece) {
+        return false;
+    }
+    memoryBarrierBuffer();
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+            sums[i][j] = Accumulator(0.0);
+        }
+    }
+    for (uint v = first_owner; v <= last_owner; ++v) {
+        // Workgroup v's piece of this tile is its first piece where its range starts in the tile.
+        const uint theirs = (3 * v + (range_start(v, base, total, groups) >= tile_start ? 0 : 1)) * tile_size;
+        [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+            [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+                Accumulator other;
+                const uint offset = (warp_t * WARP_TOKENS + 16 * i) * TILE_ROWS + warp_r * WARP_ROWS + 16 * j;
+                coopMatLoadNV(other, partials, theirs + offset, TILE_ROWS, false);
+                [[unroll]] for (int e = 0; e < other.length(); ++e) {  // (OpFAdd on the matrices crashes shaderc's optimizer)
+                    sums[i][j][e] += other[e];
+                }
+            }
+        }
+    }
+    if (tid == 0) {
+        pieces_done[tile] = 0u;
+    }
+    return true;
+}
+
+// Writes tile `tile` from `sums`. Edge blocks go out through this workgroup's scratch slot of
+// `partials`, not through `out_blocks` as in store_tile: in the stream-K loop that path wrote
+// wrong values for a 488-token prompt's last tokens on an H200 (its cause not found;
+// BENCHMARKS.md, thirteenth session).
+void store_stream_tile(uint tile, Accumulator sums[BLOCKS_T][BLOCKS_R]) {
+    const uint warp_t = gl_SubgroupID / WARPS_R, warp_r = gl_SubgroupID % WARPS_R;
+    const uint row_tiles = (pc.rows + TILE_ROWS - 1) / TILE_ROWS;
+    const uint row0 = (tile % row_tiles) * TILE_ROWS, token0 = (tile / row_tiles) * TILE_TOKENS;
+    const uint scratch = (3 * gl_WorkGroupID.x + 2) * TILE_TOKENS * TILE_ROWS + gl_SubgroupID * 256;
+    [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
+        [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
+            const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
+            const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
+            if (first_token + 16 <= pc.tokens && first_row + 16 <= pc.rows && pc.output_stride % 4 == 0) {
+                coopMatStoreNV(sums[i][j], y, first_token * pc.output_stride + first_row, pc.output_stride, false);
+                continue;
+            }
+            coopMatStoreNV(sums[i][j], partials, scratch, 16, false);
+            subgroupMemoryBarrierBuffer();
+            subgroupBarrier();
+            for (uint e = gl_SubgroupInvocationID; e < 256; e += SUBGROUP) {
+                const uint token = first_token + e / 16, row = first_row + e % 16;
+                if (token < pc.tokens && row < pc.rows) {
+                    y[token * pc.output_stride + row] = partials[scratch + e];
+                }
+            }
+            subgroupMemoryBarrierBuffer();
+            subgroupBarrier();
+        }
+    }
+}
 #endif
 
 void main() {
     Accumulator sums[BLOCKS_T][BLOCKS_R]; // (tokens, rows) 16×16 blocks of this subgroup's part of the tile
 #ifdef STREAM_K
-    const uint tid = gl_LocalInvocationID.x;
-    const uint row_tiles = (pc.rows + TILE_ROWS - 1) / TILE_ROWS;
+    const uint groups = gl_NumWorkGroups.x, w = gl_WorkGroupID.x;
     const uint steps = (pc.columns + TILE_K - 1) / TILE_K;  // a tile's
-    const uint total = row_tiles * ((pc.tokens + TILE_TOKENS - 1) / TILE_TOKENS) * steps;
-    const uint first_step = gl_WorkGroupID.x * total / gl_NumWorkGroups.x;  // (tiles · steps · workgroups < 2^32)
-    const uint end_step = (gl_WorkGroupID.x + 1) * total / gl_NumWorkGroups.x;
-    const uint warp_t = gl_SubgroupID / WARPS_R, warp_r = gl_SubgroupID % WARPS_R;
+    const uint tiles = ((pc.rows + TILE_ROWS - 1) / TILE_ROWS) * ((pc.tokens + TILE_TOKENS - 1) / TILE_TOKENS);
+    // Tiles done whole, a wave at a time (where what is left gives every workgroup a step at least).
+    const uint waves = tiles / groups;
+    uint whole = STREAM_MODE == 2 || (STREAM_MODE == 0 && waves >= 2) ? waves * groups : 0;
+    if ((tiles - whole) * steps < groups) {
+        whole = 0;
+    }
+    for (uint tile = w; tile < whole; tile += groups) {
+        multiply_piece(tile, 0, steps, steps, 0, 1, true, sums);
+        store_stream_tile(tile, sums);
+    }
+    const uint base = whole * steps, total = (tiles - whole) * steps;
+    const uint first_step = range_start(w, base, total, groups), end_step = range_start(w + 1, base, total, groups);
     for (uint s = first_step; s < end_step;) {
         const uint tile = s / steps, k_first = s % steps, k_last = min(steps, k_first + (end_step - s));
+        const bool first_piece = s == first_step;
         s += k_last - k_first;
-        const uint row0 = (tile % row_tiles) * TILE_ROWS, token0 = (tile / row_tiles) * TILE_TOKENS;
-        [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
-            [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
-                sums[i][j] = Accumulator(0.0);
-            }
-        }
-        multiply_share(row0, token0, k_first * TILE_K, min(k_last * TILE_K, pc.columns), sums);
-        if (k_first != 0 || k_last != steps) {
-            const bool head = k_first == 0;
-            const uint boundary = head ? gl_WorkGroupID.x : gl_WorkGroupID.x - 1;
-            const uint tile_size = TILE_TOKENS * TILE_ROWS;
-            const uint mine = (2 * boundary + (head ? 0 : 1)) * tile_size;
-            [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
-                [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
-                    const uint offset = (warp_t * WARP_TOKENS + 16 * i) * TILE_ROWS + warp_r * WARP_ROWS + 16 * j;
-                    coopMatStoreNV(sums[i][j], partials, mine + offset, TILE_ROWS, false);
-                }
-            }
-            memoryBarrierBuffer();
-            barrier();
-            if (tid == 0) {
-                is_last_piece = atomicAdd(pieces_done[boundary], 1u) == 1u;
-            }
-            barrier();
-            if (!is_last_piece) {
-                continue;
-            }
-            memoryBarrierBuffer();
-            const uint theirs = (2 * boundary + (head ? 1 : 0)) * tile_size;
-            [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
-                [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
-                    Accumulator other;
-                    const uint offset = (warp_t * WARP_TOKENS + 16 * i) * TILE_ROWS + warp_r * WARP_ROWS + 16 * j;
-                    coopMatLoadNV(other, partials, theirs + offset, TILE_ROWS, false);
-                    [[unroll]] for (int e = 0; e < other.length(); ++e) {  // (OpFAdd on the matrices crashes shaderc's optimizer)
-                        sums[i][j][e] += other[e];
-                    }
-                }
-            }
-            if (tid == 0) {
-                pieces_done[boundary] = 0u;
-            }
-        }
-        // Edge blocks go out through this workgroup's head slot of `partials` (its head piece, if
-        // any, comes last and overwrites it), not through `out_blocks` as in store_tile: in this
-        // loop that path wrote wrong values for a 488-token prompt's last tokens on an H200 (its
-        // cause not found; BENCHMARKS.md, thirteenth session).
-        const uint scratch = 2 * gl_WorkGroupID.x * TILE_TOKENS * TILE_ROWS + gl_SubgroupID * 256;
-        [[unroll]] for (uint i = 0; i < BLOCKS_T; ++i) {
-            [[unroll]] for (uint j = 0; j < BLOCKS_R; ++j) {
-                const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
-                const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
-                if (first_token + 16 <= pc.tokens && first_row + 16 <= pc.rows && pc.output_stride % 4 == 0) {
-                    coopMatStoreNV(sums[i][j], y, first_token * pc.output_stride + first_row, pc.output_stride, false);
-                    continue;
-                }
-                coopMatStoreNV(sums[i][j], partials, scratch, 16, false);
-                subgroupMemoryBarrierBuffer();
-                subgroupBarrier();
-                for (uint e = gl_SubgroupInvocationID; e < 256; e += SUBGROUP) {
-                    const uint token = first_token + e / 16, row = first_row + e % 16;
-                    if (token < pc.tokens && row < pc.rows) {
-                        y[token * pc.output_stride + row] = partials[scratch + e];
-                    }
-                }
-                subgroupMemoryBarrierBuffer();
-                subgroupBarrier();
-            }
+        if (multiply_piece(tile, k_first, k_last, steps, base, total, first_piece, sums)) {
+            store_stream_tile(tile, sums);
         }
     }
 #else

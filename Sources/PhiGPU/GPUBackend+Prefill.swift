@@ -104,9 +104,10 @@ extension GPUBackend {
                         BufferBinding(weight.biases), BufferBinding(try gpu(out).buffer)]
         if parts == 1, let (shader, workgroups) = kernel.streamK(rows: weight.rows, tokens: rows.count,
                                                                  multiprocessors: context.device.physical.multiprocessors) {
-            let (partials, counts) = try streamKBuffers(workgroups: workgroups, tileValues: kernel.tileRows * kernel.tileTokens)
+            let (partials, counts) = try streamKBuffers(workgroups: workgroups, tiles: kernel.tiles(rows: weight.rows, tokens: rows.count),
+                                                        tileValues: kernel.tileRows * kernel.tileTokens)
             let pipeline = try context.pipeline(shader, bindings: 7, pushConstantSize: MemoryLayout<MatmulConstants>.size,
-                                                specialization: [1])
+                                                specialization: [1, PrefillKernel.streamMode])
             try dispatch(pipeline, bindings + [BufferBinding(partials), BufferBinding(counts)], constants, groups: (workgroups, 1, 1))
             return
         }
@@ -117,17 +118,18 @@ extension GPUBackend {
                               (rows.count + kernel.tileTokens - 1) / kernel.tileTokens, parts))
     }
 
-    /// The stream-K products' buffers for `workgroups` workgroups of tiles of `tileValues` values,
-    /// grown when needed: the split tiles' two partial sums, (workgroups, 2, tileValues) Float32, and
-    /// the pieces done per split, (workgroups) UInt32, zeros between dispatches.
-    func streamKBuffers(workgroups: Int, tileValues: Int) throws -> (partials: Buffer, counts: Buffer) {
-        if (streamKPartials?.byteCount ?? 0) < workgroups * 2 * tileValues * 4 {
+    /// The stream-K products' buffers for `workgroups` workgroups over `tiles` tiles of `tileValues`
+    /// values, grown when needed: each workgroup's first and last pieces' sums and its scratch,
+    /// (workgroups, 3, tileValues) Float32, and the pieces done per tile, (tiles) UInt32, zeros
+    /// between dispatches.
+    func streamKBuffers(workgroups: Int, tiles: Int, tileValues: Int) throws -> (partials: Buffer, counts: Buffer) {
+        if (streamKPartials?.byteCount ?? 0) < workgroups * 3 * tileValues * 4 {
             // Commands queued with the smaller buffer hold on to it until they have run.
-            streamKPartials = try Buffer(device: context.device, byteCount: workgroups * 2 * tileValues * 4, location: .deviceLocal,
+            streamKPartials = try Buffer(device: context.device, byteCount: workgroups * 3 * tileValues * 4, location: .deviceLocal,
                                          label: "stream-K partial sums")
         }
-        if (streamKCounts?.byteCount ?? 0) < workgroups * 4 {
-            let counts = try Buffer(device: context.device, byteCount: workgroups * 4, location: .deviceLocal, label: "stream-K pieces done")
+        if (streamKCounts?.byteCount ?? 0) < tiles * 4 {
+            let counts = try Buffer(device: context.device, byteCount: tiles * 4, location: .deviceLocal, label: "stream-K pieces done")
             try counts.fill(0)
             streamKCounts = counts
         }

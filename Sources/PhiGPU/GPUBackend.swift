@@ -32,8 +32,8 @@ public final class GPUBackend: ProfilingBackend {
     private var partSums: Buffer?                     // (parts, rows) Float32: decode products split over their chunks
     private var partCounts: Buffer?                   // (row blocks) UInt32: their parts finished, 0 between dispatches
     var prefillPartSums: GPUTensor?                   // (parts · tokens, rows) the partial sums of a prefill product split over its columns, grown on demand
-    var streamKPartials: Buffer?                      // (workgroups, 2, tile values) Float32: stream-K products' split tiles, grown on demand
-    var streamKCounts: Buffer?                        // (workgroups) UInt32: their pieces done, 0 between dispatches
+    var streamKPartials: Buffer?                      // (workgroups, 3, tile values) Float32: stream-K products' split tiles, grown on demand
+    var streamKCounts: Buffer?                        // (tiles) UInt32: their pieces done, 0 between dispatches
     var halfInputs: GPUTensor?                        // (tokens, columns / 2) Float16 pairs: x of a cooperative prefill product, grown on demand
     var argmaxResult: GPUTensor?                      // (1, 1) the UInt32 index argmax.comp writes, read as a Float's bits
     var attentionChunkSize = 0

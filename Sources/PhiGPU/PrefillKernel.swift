@@ -103,11 +103,13 @@ struct PrefillKernel: Sendable {
     /// The stream-K form of this kernel and its workgroup count, for an unsplit product of `rows`
     /// rows and `tokens` tokens on `multiprocessors`: where the large tile's last wave would leave
     /// multiprocessors idle (more tiles than multiprocessors, not a whole number of waves), one
-    /// workgroup per multiprocessor takes an equal share of all the tiles' steps instead
-    /// (matmul_coopmat.comp with STREAM_K). Nil elsewhere, or with `PHI_GPU_STREAM_K=0`. On an H200
-    /// gate·up at 512 tokens (228 tiles) went from 376 to 355 µs and the LM head from 735 to 669;
-    /// pp512 +1.2-1.7% (BENCHMARKS.md, thirteenth session). `plan` still weighs the tiles by whole
-    /// waves.
+    /// workgroup per multiprocessor takes the tiles of the whole waves one at a time and an equal
+    /// share of the last wave's steps (of all the tiles' where there is only one whole wave)
+    /// instead (matmul_coopmat.comp with STREAM_K). Nil elsewhere, or with `PHI_GPU_STREAM_K=0`.
+    /// On an H200 gate·up at 512 tokens (228 tiles) went from 376 to 357 µs, at 1,024 from 737 to
+    /// 649, the LM head at 512 from 735 to 642; pp512 +1.2-1.7%, pp1024 +0.7% against sharing out
+    /// all tiles (BENCHMARKS.md, thirteenth and fourteenth sessions). `plan` still weighs the
+    /// tiles by whole waves.
     func streamK(rows: Int, tokens: Int, multiprocessors: Int?,
                  environment: [String: String] = Self.processEnvironment) -> (shader: ShaderBinary, workgroups: Int)? {
         guard environment[Self.streamKVariable] != "0", let multiprocessors, multiprocessors > 0, let tile, tile == Self.largeTile,
@@ -117,8 +119,18 @@ struct PrefillKernel: Sendable {
         return (shader, multiprocessors)
     }
 
-    /// The environment variable that turns stream-K off (`0`), for measurements.
+    /// The environment variable that turns stream-K off (`0`), or has it share out every tile's
+    /// steps (`all`) or only those of the last partial wave (`partial`) rather than choose by the
+    /// number of waves, for measurements.
     static let streamKVariable = "PHI_GPU_STREAM_K"
+
+    /// STREAM_MODE of matmul_coopmat.comp: 0 (share out only the last partial wave's tiles where
+    /// the tiles make two whole waves or more, else all), 1 (`all`) or 2 (`partial`).
+    static let streamMode: UInt32 = switch processEnvironment[streamKVariable] {
+    case "all": 1
+    case "partial": 2
+    default: 0
+    }
 
     /// Tiles of `tileRows` × `tileTokens` covering `rows` × `tokens`.
     static func workgroups(rows: Int, tokens: Int, tileRows: Int, tileTokens: Int) -> Int {
