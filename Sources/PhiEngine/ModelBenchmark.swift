@@ -46,7 +46,7 @@ public enum ModelBenchmark {
                            generationTokens: Int, depth: Int = 0, repetitions: Int = 5, profile: Bool = false,
                            progress: (String) -> Void = { _ in }) throws -> [Measurement] {
         let vocabulary = weights.config.vocabularySize
-        let batch = min(max(promptTokens, 1), 512)
+        let batch = min(max(promptTokens, 1), max(512, backend.preferredBatch))  // prompts in one batch, as in chat, up to 512 on a CPU
         let pass = try ForwardPass(weights: weights, backend: backend,
                                    contextLength: depth + max(promptTokens, generationTokens) + (profile ? 3 : 1), maxBatch: batch)
         let ids = { (count: Int, salt: Int) in (0..<count).map { Int32((($0 + salt) * 7919 + 13) % vocabulary) } }

@@ -14,10 +14,21 @@ import VulkanKit
 public final class GPUBackend: ProfilingBackend {
     public let context: GPUContext
     public var name: String { "gpu (\(context.device.physical.name))" }
-    /// Prompts go through the layers 512 tokens at a time: the cooperative-matrix products run
-    /// 128-token tiles; on an H200 a 426-token prompt ran 9,100-9,300 t/s, against 3,000 in
-    /// 64-token chunks (BENCHMARKS.md, eighth session).
-    public var preferredBatch: Int { 512 }
+    /// Prompts go through the layers `promptBatch` tokens at a time.
+    public var preferredBatch: Int { Self.promptBatch }
+
+    /// 2,048 tokens, or `PHI_GPU_BATCH` (1 to 8,192; fewer need less memory for activations). Larger
+    /// batches fill the GPU with fewer partial waves of tiles: on an H200 a 2,048-token prompt ran
+    /// 16,250 t/s in one batch against 14,340 in batches of 512 (Phi-4-mini 17,170 against 14,250), a
+    /// 426-token one 9,100-9,300 in one batch against 3,000 in batches of 64 (BENCHMARKS.md,
+    /// fourteenth and eighth sessions).
+    static let promptBatch: Int = {
+        guard let value = ProcessInfo.processInfo.environment[batchVariable].flatMap(Int.init) else { return 2048 }
+        return min(max(value, 1), 8192)
+    }()
+
+    /// The environment variable that sets `promptBatch`.
+    static let batchVariable = "PHI_GPU_BATCH"
     /// Called while weights upload: (bytes sent, bytes in all).
     public var uploadProgress: ((Int, Int) -> Void)?
 
@@ -114,7 +125,12 @@ public final class GPUBackend: ProfilingBackend {
         let cacheBytes = 2 * config.layerCount * config.kvHeadCount * contextLength * config.headDimension * 2
         let ropeBytes = 2 * contextLength * (rotary.rotaryDimensions / 2) * 4
         let normBytes = (2 * config.layerCount + 1) * config.hiddenSize * 4
-        let activationBytes = 64 * (4 * config.hiddenSize + config.qkvRows + 3 * config.intermediateSize + config.vocabularySize) * 4
+        // Activations of a prompt batch (ForwardPass's tensors and the Float16 copies; the split and
+        // stream-K products' partial sums come on top) and 64 rows of logits.
+        let batch = min(Self.promptBatch, contextLength)
+        let attentionWidth = config.headCount * config.headDimension
+        let activationBytes = batch * (4 * config.hiddenSize + config.qkvRows + 2 * attentionWidth + 3 * config.intermediateSize) * 4
+            + batch * config.intermediateSize * 2 + 64 * config.vocabularySize * 4
         let needed = matrixBytes + cacheBytes + ropeBytes + normBytes + activationBytes
         // A CPU-type device (llvmpipe) allocates from system memory: its advertised heap is nominal.
         let physical = context.device.physical
@@ -122,7 +138,7 @@ public final class GPUBackend: ProfilingBackend {
             ? max(physical.availableDeviceBytes, ProcessInfo.processInfo.physicalMemory / 2) : physical.availableDeviceBytes
         if UInt64(needed) > available {
             throw GPUOutOfMemory(device: context.device.physical.name, needed: needed, available: available,
-                                 cacheBytes: cacheBytes, contextLength: contextLength)
+                                 cacheBytes: cacheBytes, contextLength: contextLength, batch: batch, activationBytes: activationBytes)
         }
 
         matrices = [:]

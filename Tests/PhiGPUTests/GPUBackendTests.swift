@@ -375,7 +375,8 @@ final class GPUBackendTests: XCTestCase {
         XCTAssertThrowsError(try backend.prepare(weights: weights, contextLength: huge,
                                                  rotary: RotaryEmbedding(config: config, contextLength: 16))) { error in
             let text = "\(error)"
-            XCTAssertTrue(text.contains("not enough GPU memory") && text.contains("--ctx") && text.contains("--cpu"), text)
+            XCTAssertTrue(text.contains("not enough GPU memory") && text.contains("--ctx") && text.contains("--cpu")
+                          && text.contains("PHI_GPU_BATCH"), text)
         }
     }
 }
