@@ -28,7 +28,7 @@
 // partial sums to part z of y, (tokens, output_stride) floats each, for elementwise.comp's
 // OPERATION_ADD_PARTS to add up. Products with few rows of tiles (o and down: 192 workgroups at
 // 512 tokens, on an H200's 132 multiprocessors at 2 each) so fill the GPU.
-// With STREAM_K (below) the workgroups share all the tiles' steps equally instead.
+// With STREAM_K (below) the workgroups share the last wave's steps (or all tiles') equally instead.
 
 #define SUBGROUP 32
 #define WARPS_T (TILE_TOKENS / WARP_TOKENS)

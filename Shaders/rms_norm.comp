@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 // RMSNorm of each row: y = x / sqrt(mean(x²) + epsilon) · weight. One workgroup per row.
-// With HALF_COPY y is also written as Float16 pairs (columns even), as elementwise.comp's
+// With HALF_COPY y is also written as Float16 pairs (columns a multiple of 4), as elementwise.comp's
 // OPERATION_TO_HALF would convert it, for a prompt's cooperative-matrix product to read.
 #include "common.glsl"
 #include "reduce.glsl"

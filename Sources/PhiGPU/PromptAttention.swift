@@ -94,8 +94,6 @@ struct PromptAttention: Sendable {
         return nil
     }
 
-    /// Picks the prompt attention by hand, for measurements and checks: `scalar` or
-    /// `cooperativeMatrix`; unset, the best that runs.
     /// Whether the cooperative kernel's workgroups each take two of the `groups` groups of
     /// `queries` queries of each of `heads` heads (the last and the first, and so on): where the
     /// prompt starts before position groups · queries, so that the groups' key counts differ by more
@@ -113,6 +111,8 @@ struct PromptAttention: Sendable {
     /// The environment variable that forces `pairs` on (`1`) or off (`0`), for measurements.
     static let pairsVariable = "PHI_GPU_ATTENTION_PAIRS"
 
+    /// Picks the prompt attention by hand, for measurements and checks: `scalar` or
+    /// `cooperativeMatrix`; unset, the best that runs.
     static let environmentVariable = "PHI_GPU_PROMPT_ATTENTION"
 
     /// The kernel for heads of `headDimension` on `device`: `forced` (tests) or the one the

@@ -81,7 +81,7 @@ public struct GPUOutOfMemory: Error, CustomStringConvertible {
     public var description: String {
         let gib = { (bytes: Double) in String(format: "%.2f GiB", bytes / Double(1 << 30)) }
         return "not enough GPU memory on \(device): the model and a KV cache of \(contextLength) tokens need \(gib(Double(needed))) "
-            + "(\(gib(Double(cacheBytes))) of it the cache, \(gib(Double(activationBytes))) prompts of \(batch) tokens at a time), "
+            + "(\(gib(Double(cacheBytes))) of it the cache, \(gib(Double(activationBytes))) the activations of prompts taken \(batch) tokens at a time), "
             + "\(gib(Double(available))) is available; use a smaller --ctx, PHI_GPU_BATCH=512 (fewer prompt tokens at a time), or --cpu"
     }
 }

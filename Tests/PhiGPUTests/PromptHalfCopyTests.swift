@@ -30,18 +30,25 @@ final class PromptHalfCopyTests: XCTestCase {
         XCTAssertLessThanOrEqual(worst, 1.0 / 1024, "\(what): Float16 copy, random seed \(seed)", file: file, line: line)
     }
 
-    func testPromptNormAndSiluWriteTheFloat16CopyTheProductReads() throws {
-        let config = GPUBackendTests.smallConfig
+    /// A backend for random weights of `config` with the copies forced on, and `tokens` rows of
+    /// random x (in -4...4) uploaded to a tensor beside an empty one of the same shape.
+    func backendWithInput(_ config: ModelConfig, tokens: Int) throws
+        -> (backend: GPUBackend, weights: ModelWeights, x: [Float], input: GPUTensor, output: GPUTensor) {
         let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
         let backend = try GPUBackend(context: try TestGPU.context())
         try backend.prepare(weights: weights, contextLength: 64, rotary: RotaryEmbedding(config: config, contextLength: 64))
         backend.writesHalfCopies = true
-        let tokens = 12
-
         let x = random.floats(tokens * config.hiddenSize, in: -4...4)
         let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
         try input.buffer.upload(x)
-        let normed = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
+        let output = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
+        return (backend, weights, x, input, output)
+    }
+
+    func testPromptNormAndSiluWriteTheFloat16CopyTheProductReads() throws {
+        let config = GPUBackendTests.smallConfig
+        let tokens = 12
+        let (backend, weights, x, input, normed) = try backendWithInput(config, tokens: tokens)
         try backend.rmsNorm(input, weight: .attentionNorm(layer: 0), count: tokens, into: normed)
         let queued = backend.stream.queued.count
         let halves = try backend.queueHalfConversion(normed, rows: 0..<tokens)
@@ -92,15 +99,8 @@ final class PromptHalfCopyTests: XCTestCase {
     func testPromptNormOfRowsWiderThanItsRegisters() throws {
         var config = GPUBackendTests.smallConfig
         config.hiddenSize = 4 * 4 * 256 + 32
-        let weights = RandomWeights.make(config: config, seed: random.next(), bits: 4, groupSize: 16)
-        let backend = try GPUBackend(context: try TestGPU.context())
-        try backend.prepare(weights: weights, contextLength: 16, rotary: RotaryEmbedding(config: config, contextLength: 16))
-        backend.writesHalfCopies = true
         let tokens = 9
-        let x = random.floats(tokens * config.hiddenSize, in: -4...4)
-        let input = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
-        try input.buffer.upload(x)
-        let normed = try XCTUnwrap(try backend.makeTensor(rows: tokens, columns: config.hiddenSize) as? GPUTensor)
+        let (backend, weights, x, input, normed) = try backendWithInput(config, tokens: tokens)
         try backend.rmsNorm(input, weight: .mlpNorm(layer: 0), count: tokens, into: normed)
         let halves = try backend.queueHalfConversion(normed, rows: 0..<tokens)
         let normWeight = weights.layers[0].mlpNorm.withFloats { Array($0.prefix(config.hiddenSize)) }
