@@ -218,6 +218,10 @@ void store_tile(uint row0, uint token0, uint y_offset, Accumulator sums[BLOCKS_T
 layout(constant_id = 1) const uint STREAM_MODE = 0;  // 0: as above; 1: all tiles shared out; 2: the partial wave's
 layout(std430, binding = 5) coherent buffer Partials { float partials[]; };   // (workgroups, 3, TILE_TOKENS, TILE_ROWS) first and last pieces' sums, edge scratch
 layout(std430, binding = 6) coherent buffer PieceCounts { uint pieces_done[]; }; // (tiles) pieces of each split tile done, 0 between dispatches
+#ifdef ACCUMULATE
+// With ACCUMULATE each tile is also added into `accumulator` (the residual add fused).
+layout(std430, binding = 7) buffer Residual { float accumulator[]; };           // (tokens, outputStride)
+#endif
 shared bool is_last_piece;
 
 // The first shared step of workgroup v of `groups`, the shared steps being [base, base + total).
@@ -315,7 +319,16 @@ void store_stream_tile(uint tile, Accumulator sums[BLOCKS_T][BLOCKS_R]) {
             const uint first_token = token0 + warp_t * WARP_TOKENS + 16 * i;
             const uint first_row = row0 + warp_r * WARP_ROWS + 16 * j;
             if (first_token + 16 <= pc.tokens && first_row + 16 <= pc.rows && pc.output_stride % 4 == 0) {
-                coopMatStoreNV(sums[i][j], y, first_token * pc.output_stride + first_row, pc.output_stride, false);
+                const uint at = first_token * pc.output_stride + first_row;
+                coopMatStoreNV(sums[i][j], y, at, pc.output_stride, false);
+#ifdef ACCUMULATE
+                Accumulator sum;
+                coopMatLoadNV(sum, accumulator, at, pc.output_stride, false);
+                [[unroll]] for (int e = 0; e < sum.length(); ++e) {
+                    sum[e] += sums[i][j][e];
+                }
+                coopMatStoreNV(sum, accumulator, at, pc.output_stride, false);
+#endif
                 continue;
             }
             coopMatStoreNV(sums[i][j], partials, scratch, 16, false);
@@ -325,6 +338,9 @@ void store_stream_tile(uint tile, Accumulator sums[BLOCKS_T][BLOCKS_R]) {
                 const uint token = first_token + e / 16, row = first_row + e % 16;
                 if (token < pc.tokens && row < pc.rows) {
                     y[token * pc.output_stride + row] = partials[scratch + e];
+#ifdef ACCUMULATE
+                    accumulator[token * pc.output_stride + row] += partials[scratch + e];
+#endif
                 }
             }
             subgroupMemoryBarrierBuffer();

@@ -19,6 +19,11 @@ extension GPUBackend {
             try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel)
             return true
         }
+        if splittable, let streamK = kernel.streamKAdd(rows: weight.rows, tokens: rows.count, columns: weight.columns,
+                                                      multiprocessors: context.device.physical.multiprocessors) {
+            try queuePrefillMatmul(x, rows: rows, weight: weight, into: out, kernel: kernel, streamK: streamK, accumulator: accumulator)
+            return true
+        }
         let parts = splittable
             ? kernel.parts(rows: weight.rows, tokens: rows.count, columns: weight.columns, groupSize: weight.groupSize,
                            multiprocessors: context.device.physical.multiprocessors)
@@ -91,7 +96,8 @@ extension GPUBackend {
     /// With `parts` > 1 the columns are split into that many equal shares, whose partial sums go to
     /// `parts` consecutive (rows.count, out.columns) blocks of out.
     func queuePrefillMatmul(_ x: BackendTensor, rows: Range<Int>, weight: GPUMatrix, into out: BackendTensor,
-                            kernel: PrefillKernel, parts: Int = 1) throws {
+                            kernel: PrefillKernel, parts: Int = 1, streamK: (shader: ShaderBinary, workgroups: Int)? = nil,
+                            accumulator: BackendTensor? = nil) throws {
         var input = try gpu(x).buffer
         var inputRow = rows.lowerBound
         if kernel.kind == .cooperativeMatrix {
@@ -102,13 +108,15 @@ extension GPUBackend {
                                         outputStride: UInt32(out.columns))
         let bindings = [BufferBinding(input), BufferBinding(weight.packed), BufferBinding(weight.scales),
                         BufferBinding(weight.biases), BufferBinding(try gpu(out).buffer)]
-        if parts == 1, let (shader, workgroups) = kernel.streamK(rows: weight.rows, tokens: rows.count,
-                                                                 multiprocessors: context.device.physical.multiprocessors) {
+        if parts == 1, let (shader, workgroups) = streamK ?? kernel.streamK(rows: weight.rows, tokens: rows.count,
+                                                                            multiprocessors: context.device.physical.multiprocessors) {
             let (partials, counts) = try streamKBuffers(workgroups: workgroups, tiles: kernel.tiles(rows: weight.rows, tokens: rows.count),
                                                         tileValues: kernel.tileRows * kernel.tileTokens)
-            let pipeline = try context.pipeline(shader, bindings: 7, pushConstantSize: MemoryLayout<MatmulConstants>.size,
+            var streamBindings = bindings + [BufferBinding(partials), BufferBinding(counts)]
+            if let accumulator { streamBindings.append(BufferBinding(try gpu(accumulator).buffer)) }
+            let pipeline = try context.pipeline(shader, bindings: streamBindings.count, pushConstantSize: MemoryLayout<MatmulConstants>.size,
                                                 specialization: [1, PrefillKernel.streamMode])
-            try dispatch(pipeline, bindings + [BufferBinding(partials), BufferBinding(counts)], constants, groups: (workgroups, 1, 1))
+            try dispatch(pipeline, streamBindings, constants, groups: (workgroups, 1, 1))
             return
         }
         let pipeline = try context.pipeline(kernel.shader, bindings: 5, pushConstantSize: MemoryLayout<MatmulConstants>.size,

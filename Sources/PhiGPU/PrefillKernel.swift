@@ -119,6 +119,24 @@ struct PrefillKernel: Sendable {
         return (shader, multiprocessors)
     }
 
+    /// The stream-K form that also adds into the residual (STREAM_K with ACCUMULATE) and its
+    /// workgroup count, for a product of `rows` rows, `tokens` tokens and `columns` columns added into
+    /// the residual on `multiprocessors`, instead of splitting it over its columns and adding the
+    /// parts in another dispatch: where the tiles are more than one wave and not a whole number of
+    /// waves. On an H200 pp2048 went from 16,260 to 16,823 (o and down: 176 tiles); with fewer
+    /// tiles than multiprocessors (o and down at 512 tokens, 44 tiles) it lost 0.6-0.9% to the split
+    /// (BENCHMARKS.md, fourteenth session). Nil elsewhere, or with `PHI_GPU_STREAM_K=0` or
+    /// `PHI_GPU_STREAM_K_ADD=0`.
+    func streamKAdd(rows: Int, tokens: Int, columns: Int, multiprocessors: Int?,
+                    environment: [String: String] = Self.processEnvironment) -> (shader: ShaderBinary, workgroups: Int)? {
+        guard environment[Self.streamKVariable] != "0", environment["PHI_GPU_STREAM_K_ADD"] != "0", let multiprocessors,
+              multiprocessors > 0, let tile, tile == Self.largeTile,
+              let shader = ShaderLibrary.named(shader.name + "StreamKAdd") else { return nil }
+        let tiles = self.tiles(rows: rows, tokens: tokens)
+        guard tiles > multiprocessors, tiles % multiprocessors != 0, columns >= tileColumns else { return nil }
+        return (shader, multiprocessors)
+    }
+
     /// The environment variable that turns stream-K off (`0`), or has it share out every tile's
     /// steps (`all`) or only those of the last partial wave (`partial`) rather than choose by the
     /// number of waves, for measurements.

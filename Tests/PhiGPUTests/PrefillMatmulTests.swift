@@ -235,6 +235,12 @@ final class PrefillMatmulTests: XCTestCase {
         XCTAssertNil(large.streamK(rows: 9216, tokens: 512, multiprocessors: 64, environment: [:]), "qkv on 64: two whole waves")
         XCTAssertNil(large.streamK(rows: 16_384, tokens: 512, multiprocessors: nil, environment: [:]), "no multiprocessor count")
         XCTAssertNil(large.streamK(rows: 16_384, tokens: 512, multiprocessors: 132, environment: [PrefillKernel.streamKVariable: "0"]))
+        // Added into the residual: o and down at 2,048 tokens (176 tiles), not at 512 (44: split over the columns instead).
+        XCTAssertEqual(large.streamKAdd(rows: 3072, tokens: 2048, columns: 8192, multiprocessors: 132, environment: [:])?.workgroups, 132)
+        XCTAssertEqual(large.streamKAdd(rows: 3072, tokens: 2048, columns: 8192, multiprocessors: 132, environment: [:])?.shader.name,
+                       "matmulCoopmatQ4_256x144StreamKAdd")
+        XCTAssertNil(large.streamKAdd(rows: 3072, tokens: 512, columns: 3072, multiprocessors: 132, environment: [:]))
+        XCTAssertNil(large.streamKAdd(rows: 3072, tokens: 2048, columns: 8192, multiprocessors: 132, environment: ["PHI_GPU_STREAM_K_ADD": "0"]))
         XCTAssertNil(small.streamK(rows: 16_384, tokens: 512, multiprocessors: 132, environment: [:]), "only the large tile")
     }
 
@@ -334,16 +340,18 @@ final class PrefillMatmulTests: XCTestCase {
                 XCTAssertEqual(localSize(kernel.shader.words), kernel.threads, "workgroup size of \(kernel.shader.name)")
             }
         }
-        // Every compiled cooperative-matrix variant has its row in the table; a stream-K one has the
-        // defines of the tile it is the stream-K form of.
+        // Every compiled cooperative-matrix variant has its row in the table; a stream-K one (with
+        // the residual add: "Add") has the defines of the tile it is the stream-K form of.
         for variant in list.variants where variant.name.hasPrefix("matmulCoopmat") {
             let bits = Int(variant.defines?["BITS"] ?? "") ?? 0
             var tile = String(variant.name.dropFirst("matmulCoopmatQ\(bits)".count))
             if variant.defines?["STREAM_K"] != nil {
-                XCTAssertTrue(tile.hasSuffix("StreamK"), variant.name)
-                tile = String(tile.dropLast("StreamK".count))
+                let suffix = variant.defines?["ACCUMULATE"] != nil ? "StreamKAdd" : "StreamK"
+                XCTAssertTrue(tile.hasSuffix(suffix), variant.name)
+                tile = String(tile.dropLast(suffix.count))
                 var plain = variant.defines ?? [:]
                 plain["STREAM_K"] = nil
+                plain["ACCUMULATE"] = nil
                 XCTAssertEqual(list.defines(of: "matmulCoopmatQ\(bits)\(tile)"), plain, variant.name)
             }
             XCTAssertNotNil(PrefillKernel.variant(.cooperativeMatrix, bits: bits, tile: tile), variant.name)
