@@ -125,12 +125,14 @@ public final class GPUBackend: ProfilingBackend {
         let cacheBytes = 2 * config.layerCount * config.kvHeadCount * contextLength * config.headDimension * 2
         let ropeBytes = 2 * contextLength * (rotary.rotaryDimensions / 2) * 4
         let normBytes = (2 * config.layerCount + 1) * config.hiddenSize * 4
-        // Activations of a prompt batch (ForwardPass's tensors and the Float16 copies; the split and
-        // stream-K products' partial sums come on top) and 64 rows of logits.
+        // Activations of a prompt batch (ForwardPass's tensors, the Float16 copies, the partial sums
+        // of products split in up to 4 parts, stream-K's 3 tiles of 256 × 144 per multiprocessor)
+        // and 64 rows of logits.
         let batch = min(Self.promptBatch, contextLength)
         let attentionWidth = config.headCount * config.headDimension
         let activationBytes = batch * (4 * config.hiddenSize + config.qkvRows + 2 * attentionWidth + 3 * config.intermediateSize) * 4
-            + batch * config.intermediateSize * 2 + 64 * config.vocabularySize * 4
+            + batch * config.intermediateSize * 2 + 4 * batch * config.hiddenSize * 4
+            + (context.device.physical.multiprocessors ?? 0) * 3 * 256 * 144 * 4 + 64 * config.vocabularySize * 4
         let needed = matrixBytes + cacheBytes + ropeBytes + normBytes + activationBytes
         // A CPU-type device (llvmpipe) allocates from system memory: its advertised heap is nominal.
         let physical = context.device.physical
